@@ -15,15 +15,9 @@ from payload.timestamps import iso, parse_iso
 
 MLLOG_TOKEN = ":::MLLOG "  # the payload writes these lines and reads a workload's (payload.workloads.metrics)
 JSON_TOKEN = "GPUBENCH_METRICS "  # a job's progress line (payload.benchmarks.progress writes one)
-# MLPerf event types by key; anything else is a point in time.
-_MLLOG_EVENT_TYPE = {
-    "run_start": "INTERVAL_START",
-    "run_stop": "INTERVAL_END",
-    "epoch_start": "INTERVAL_START",
-    "epoch_stop": "INTERVAL_END",
-    "block_start": "INTERVAL_START",
-    "block_stop": "INTERVAL_END",
-}
+# MLPerf's interval keys, `<name>_start` .. `<name>_stop`; any other key is a point in time.
+_EDGES = (("start", "INTERVAL_START"), ("stop", "INTERVAL_END"))
+_MLLOG_EVENT_TYPE = {f"{name}_{edge}": kind for name in ("run", "epoch", "block") for edge, kind in _EDGES}
 
 
 def note(message: str) -> None:

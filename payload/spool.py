@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from payload.events import note
@@ -192,16 +193,13 @@ class SpoolingStore:
         return getattr(self.store, name)
 
 
-def _put_entry(store: Store, stack: str, run_id: str, clock: Callable[[], float]) -> str:
-    """Create one entry stamped just before its put; its key. A put that took half the journal window or
-    more (its retries waited) is followed by one stamped afresh, which a collect's next read still sees."""
+def _put_entry(store: Store, stack: str, run_id: str, clock: Callable[[], float]) -> None:
+    """One entry (no body: the key is the message) stamped just before its put; a put that took half the journal
+    window or more (its retries waited) is followed by one stamped afresh, which a collect's next read sees."""
     stamp = clock()
-    key = journal_key(stack, run_id, stamp)
-    store.put_bytes(key, b"", "application/octet-stream")  # no body: the key is the message
+    store.put_bytes(journal_key(stack, run_id, stamp), b"", "application/octet-stream")
     if clock() - stamp >= JOURNAL_WINDOW_S / 2:
-        key = journal_key(stack, run_id, clock())
-        store.put_bytes(key, b"", "application/octet-stream")
-    return key
+        store.put_bytes(journal_key(stack, run_id, clock()), b"", "application/octet-stream")
 
 
 def announce(
@@ -215,11 +213,12 @@ def announce(
     if run_key is None or not run_key.is_result:
         return True
     bucket = store.store if isinstance(store, SpoolingStore) else store
+    entry = partial(_put_entry, bucket, run_key.stack, run_key.run_id, clock)
     try:
         try:
-            _put_entry(bucket, run_key.stack, run_key.run_id, clock)
+            entry()
         except AlreadyExists:
-            _put_entry(bucket, run_key.stack, run_key.run_id, clock)
+            entry()
     except (StorageError, BadKeyPart) as exc:
         if warn is not None:
             warn(f"{key} landed but its journal entry was not written (a collect finds it by a full listing): {exc}")

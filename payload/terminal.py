@@ -16,21 +16,8 @@ from typing import Any, TextIO
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 LINE_SEPARATORS = "\u2028\u2029"
 NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _escape(code: int) -> str:
-    char = chr(code)
-    if char in NAMED:
-        return NAMED[char]
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def _table() -> dict[int, str]:
-    codes = [*range(0x20), 0x7F, *range(0x80, 0xA0), *map(ord, BIDI + LINE_SEPARATORS), *range(0xD800, 0xE000)]
-    return {code: _escape(code) for code in codes}
-
-
-SINGLE_LINE = _table()
+_CONTROLS = [*range(0x20), 0x7F, *range(0x80, 0xA0), *map(ord, BIDI + LINE_SEPARATORS), *range(0xD800, 0xE000)]
+SINGLE_LINE = {c: NAMED.get(chr(c)) or (f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}") for c in _CONTROLS}
 MULTI_LINE = {**SINGLE_LINE, ord("\t"): "\t", ord("\n"): "\n", ord("\r"): "\n"}
 
 
