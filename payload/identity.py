@@ -8,6 +8,7 @@ GCE_METADATA_HOST); a 404 is "no such value" (None). Off-cloud the hostname is t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -109,9 +110,7 @@ def _aws(timeout: float) -> Identity:
         raise MetadataUnavailable("no instance-id")
     zone = imds.get("placement/availability-zone")
     region = imds.get("placement/region") or (zone[:-1] if zone else None)
-    lifecycle = {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(
-        imds.get("instance-life-cycle") or ""
-    )
+    lifecycle = {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(imds.get("instance-life-cycle"))
     return Identity("aws", iid, zone, region, imds.get("instance-type"), lifecycle)
 
 
@@ -122,19 +121,15 @@ def _gce(timeout: float) -> Identity:
         raise MetadataUnavailable("no instance/id")
     zone = _last(md.get("instance/zone"))
     region = zone.rsplit("-", 1)[0] if zone else None
-    preemptible = (md.get("instance/scheduling/preemptible") or "").upper() == "TRUE"
-    return Identity(
-        "gcp", iid, zone, region, _last(md.get("instance/machine-type")), "spot" if preemptible else "on-demand"
-    )
+    market = "spot" if (md.get("instance/scheduling/preemptible") or "").upper() == "TRUE" else "on-demand"
+    return Identity("gcp", iid, zone, region, _last(md.get("instance/machine-type")), market)
 
 
 def detect_identity(timeout: float = 1.0) -> Identity:
     """First metadata service that answers wins; otherwise the hostname."""
     for probe in (_aws, _gce):
-        try:
+        with contextlib.suppress(MetadataUnavailable):
             return probe(timeout)
-        except MetadataUnavailable:
-            continue
     return Identity(None, socket.gethostname() or "localhost", None, None, None, None)
 
 
