@@ -146,28 +146,20 @@ class GpuSampler:
 FRAMEWORKS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "keras", "jax": "jax", "jaxlib": "jaxlib"}
 
 
-def _version(name: str) -> str | None:
-    module = sys.modules.get(name)
-    return getattr(module, "__version__", None) if module is not None else None
-
-
 def software_facts(backend: str = "tensorflow") -> dict:
     """Versions of what ran."""
     facts = {
         "payload_version": __version__,
         "python": platform.python_version(),
-        **{key: _version(module) for key, module in FRAMEWORKS.items()},
+        **{key: getattr(sys.modules.get(module), "__version__", None) for key, module in FRAMEWORKS.items()},
         "cuda_build": None,
         "cudnn_build": None,
         "nvml_cuda_driver": None,
         "image": os.environ.get("GPUBENCH_IMAGE") or None,
         "platform": platform.platform(),
         "backend": backend,
-        "torch_cuda_build": None,
+        "torch_cuda_build": getattr(getattr(sys.modules.get("torch"), "version", None), "cuda", None),
     }
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        facts["torch_cuda_build"] = getattr(getattr(torch, "version", None), "cuda", None)
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         with contextlib.suppress(Exception):  # CPU builds lack some keys on some versions
