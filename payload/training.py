@@ -47,7 +47,6 @@ class Devices:
     gpus_used: int
     all_reduce: str | None
     gpu_details: dict = field(default_factory=dict)
-    backend: str = "tensorflow"
 
     @property
     def device(self) -> str:
@@ -168,7 +167,7 @@ def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_redu
     else:
         strategy = KerasDistribution(f"OneDevice{device_type}", 1)
     details = {"device_name": getattr(physical[0], "device_kind", None)} if used else {}
-    return Devices(strategy, strategy.num_replicas_in_sync, visible, used, None, details, backend="jax")
+    return Devices(strategy, strategy.num_replicas_in_sync, visible, used, None, details)
 
 
 def _refuse_torch_on_several(devices: int) -> None:
@@ -193,7 +192,7 @@ def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_re
         cc = torch.cuda.get_device_capability(0)
         details = {"device_name": torch.cuda.get_device_name(0), "compute_capability": cc}
     strategy = KerasDistribution("OneDeviceGPU" if used else "OneDeviceCPU", 1)
-    return Devices(strategy, 1, visible, used, None, details, backend="torch")
+    return Devices(strategy, 1, visible, used, None, details)
 
 
 def _tf_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduce: str) -> Devices:
