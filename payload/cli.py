@@ -100,16 +100,13 @@ def _cmd_run(args) -> int:
     return run_suite(cfg)
 
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-
 def _install_stop_handlers(watcher: PreemptionWatcher) -> dict:
     """SIGTERM (docker stop, ACPI shutdown, `timeout`), SIGINT (Ctrl-C) and SIGHUP (a closed terminal) act like
     a preemption notice: the job's process tree is ended, an ``interrupted`` result written; the old handlers."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     old = {}
-    for sig in STOP_SIGNALS:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         name = signal.Signals(sig).name
         old[sig] = signal.signal(sig, lambda signum, frame, name=name: watcher.trigger(f"{name} received"))
     return old
@@ -123,11 +120,7 @@ def run_suite(cfg: RunConfig) -> int:
     flush = spool.flush()
     for message in flush.unannounced:  # a hint lost, never a result: said, and the run goes on
         note(message)
-    flush_note = (
-        {"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
-        if flush.delivered or flush.failed
-        else None
-    )
+    flushed = {"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
     store = SpoolingStore(open_store(cfg.results, write_once=True), spool)  # never overwrites: see layout
     identity = detect_identity()
     cfg.market = cfg.market or identity.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
@@ -136,13 +129,12 @@ def run_suite(cfg: RunConfig) -> int:
         warnings.append("--probe-seconds applies to workloads only: the built-in benchmarks ran in full")
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
     old_handlers = _install_stop_handlers(watcher)
-    ctx = SuiteContext(cfg, boot, identity, store, watcher, price, warnings, flush_note)
+    ctx = SuiteContext(cfg, boot, identity, store, watcher, price, warnings, flushed if any(flushed.values()) else None)
     codes = []
     try:
         for name in cfg.benchmark:
-            code = Run(ctx, lambda run, name=name: BuiltinJob(run, name)).execute()
-            codes.append(code)
-            if code == exitcodes.INTERRUPTED:
+            codes.append(Run(ctx, lambda run, name=name: BuiltinJob(run, name)).execute())
+            if codes[-1] == exitcodes.INTERRUPTED:
                 break  # the next boot resumes this one and runs the rest
         if cfg.workload:
             spec = load_spec(cfg.workload).with_environment(os.environ)

@@ -64,11 +64,10 @@ class Timeline:
         """Merge the host's events.jsonl (a JSON object with ``event`` and ``time`` a line); warnings for the rest."""
         if not path:
             return []
-        p = Path(path)
-        if not p.exists():
-            return [f"GPUBENCH_HOST_EVENTS={path} does not exist; host events missing from timeline"]
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return [f"GPUBENCH_HOST_EVENTS={path} does not exist; host events missing from timeline"]
         except OSError as exc:
             return [f"GPUBENCH_HOST_EVENTS={path} cannot be read ({exc}); host events missing from timeline"]
         warnings, records = [], []
