@@ -51,10 +51,8 @@ class ResultsLocation:
 def _forms(schemes: Sequence[str], other_forms: Sequence[str], neither: bool = True) -> str:
     """For a message: "neither a bucket URL (s3://..., gs://...) nor a local path"."""
     buckets = [FORMS[s] for s in schemes if s in BUCKET_SCHEMES]
-    forms = ([f"a bucket URL ({', '.join(buckets)})"] if buckets else []) + [
-        FORMS[s] for s in schemes if s not in BUCKET_SCHEMES
-    ]
-    forms += list(other_forms)
+    others = [FORMS[s] for s in schemes if s not in BUCKET_SCHEMES] + list(other_forms)
+    forms = ([f"a bucket URL ({', '.join(buckets)})"] if buckets else []) + others
     if not neither:
         return " or ".join(forms)
     return f"neither {forms[0]} nor {' or '.join(forms[1:])}" if len(forms) > 1 else f"not {forms[0]}"
