@@ -28,8 +28,7 @@ from payload.run import STATE_NAME, JobReport, Run, find_resumable, fingerprint,
 from payload.timestamps import iso
 
 MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
-# S3 object tags on model files: the results bucket expires them after checkpointDays
-# (infra/aws/component.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.
+# S3 object tags on model files: the results bucket expires them after checkpointDays (infra/aws/component.py).
 CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 
 

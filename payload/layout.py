@@ -23,9 +23,8 @@ class BadKeyPart(ValueError):
     """A stack name or run id that cannot be one path segment of a key."""
 
 
-# The one alphabet of names that become keys, table cells and report text: ASCII letters, digits, '.',
-# '_', '-' (and '/', '+' in an offering id). A bidi override, a Cyrillic look-alike or a Unicode hyphen
-# would print like a real stack while being another. Stacks follow Pulumi's stack-name alphabet.
+# The one alphabet of names that become keys, table cells and report text (stacks: Pulumi's stack names): a bidi
+# override, a Cyrillic look-alike or a Unicode hyphen would print like a real stack while being another.
 NAME_PATTERNS = {
     "stack name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"),
     "run id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"),
@@ -123,8 +122,7 @@ def parse_key(key: str) -> RunKey | None:
     return RunKey(m["stack"], m["run"], m["rest"])
 
 
-# Write-once versions: a run never overwrites (its role may only create); a file written again gets a new
-# name and readers take the newest (`newest_versions`): result.json (generation 0, a first attempt),
+# Write-once versions (a run's role may only create), readers take the newest: result.json (a first attempt),
 # result.v1.json (the first resumed attempt), log-tail.v0.12.txt (generation 0, its 12th rewrite).
 _VERSION = re.compile(
     r"(?P<stem>[^/]*?)\.v(?P<generation>[0-9]{1,6})(?:\.(?P<part>[0-9]{1,9}))?(?P<ext>\.[A-Za-z0-9]+)"
@@ -173,9 +171,8 @@ def next_generation(keys) -> int:
     return max((version_of(key)[1][0] + 1 for key in keys), default=0)
 
 
-# The results journal (payload.spool): `journal/<stack>/<stamp>-<run-id>`, the writer's UTC clock in fixed
-# width (key order is time order). A collect lists it from its last full listing less JOURNAL_WINDOW_S (clocks
-# differ, uploads take a while) instead of every run of a settled stack; an entry is a hint, never a result.
+# The results journal (payload.spool): `journal/<stack>/<stamp>-<run-id>`, the writer's clock in fixed width (key
+# order is time order), listed by a collect from its last full listing less JOURNAL_WINDOW_S (clocks differ).
 JOURNAL_ROOT = "journal/"
 JOURNAL_WINDOW_S = 300.0
 _JOURNAL_STAMP = "%Y%m%dT%H%M%S.%fZ"  # 23 characters, e.g. 20261126T034512.123456Z

@@ -43,8 +43,7 @@ class SuiteContext:
     price: dict
     warnings: list[str] = field(default_factory=list)
     flush_note: dict | None = None
-    # The host's events (instance_launch, ...) open the billed window of the first run only:
-    # merged into every result, each later run would be billed again from instance launch.
+    # The host's events (instance_launch, ...) open the first run's billed window only, not every run's.
     host_events_claimed: bool = False
 
 

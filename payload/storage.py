@@ -132,8 +132,7 @@ class Store:
 
     def __init__(self, url: str, retries: int | None = None, backoff: float | None = None, write_once: bool = False):
         self.url, self.retries, self.backoff = url, retries, backoff
-        # Every upload creates its key or fails with AlreadyExists: what the payload's cloud roles allow,
-        # so the payload's own writes are made the same way everywhere.
+        # Every upload creates its key or fails with AlreadyExists: all the payload's cloud roles allow.
         self.write_once = write_once
 
     def put_bytes(

@@ -82,9 +82,8 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
         return
     os.environ["KERAS_BACKEND"] = backend
     if backend == "tensorflow" and "jax" not in sys.modules and "tensorflow" not in sys.modules:
-        # TensorFlow's tf.lite tries `from jax import jit` at import when jax is installed: a
-        # few hundred modules and seconds of start-up the tensorflow backend never uses. Blocked
-        # only while TensorFlow imports, so a later `import jax` in this process still works.
+        # TensorFlow's tf.lite tries `from jax import jit` at import when jax is installed: seconds of start-up
+        # the tensorflow backend never uses. Blocked only while TensorFlow imports: a later `import jax` works.
         sys.modules["jax"] = None
         try:
             with contextlib.suppress(ImportError):  # not installed here: the benchmark's own import says so
@@ -310,9 +309,8 @@ def make_callback_class():
             self._t_last = None
 
         def on_train_batch_begin(self, batch, logs=None):
-            # Only *begin* is hooked: overriding on_train_batch_end would make
-            # Keras convert the logs to Python floats after every step (a
-            # device sync) and turn off its async callback dispatch.
+            # Only *begin* is hooked: overriding on_train_batch_end would make Keras convert the logs to Python
+            # floats after every step (a device sync) and turn off its async callback dispatch.
             now = time.perf_counter()
             if self._t_last is not None:
                 self.step_times.append(now - self._t_last)  # duration of the previous step
