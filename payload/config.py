@@ -209,8 +209,7 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
     @property
-    def flag(self) -> bool:
-        """store_true on the command line."""
+    def flag(self) -> bool:  # store_true on the command line
         return self.parse is _bool
 
 
