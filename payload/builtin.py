@@ -1,10 +1,9 @@
 """A built-in benchmark as a job of payload.run.Run: devices, data, model, fit with the harness callback
 (payload.training), a checkpoint after every epoch or chunk of steps, and resume from the last one.
 
-A checkpoint, under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<steps>.npz`` (every model and optimizer
-variable, copied to the host at the epoch boundary, packed and uploaded on a background thread) and
-``state.json`` (what the harness needs to continue), each a new version (the instance may only create
-objects), the model before the state that points at it.
+A checkpoint, in ``runs/<stack>/<run-id>/checkpoints/``: ``model-<steps>.npz`` (model and optimizer variables,
+packed and uploaded on a background thread) and ``state.json`` (what the harness needs to continue), each a
+new version, the model before the state that points at it.
 """
 
 from __future__ import annotations

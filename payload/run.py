@@ -1,10 +1,6 @@
-"""The run orchestrator: one job (a built-in benchmark or a workload) from start to uploaded result.
-
-The lifecycle every run shares: skip a job this deployment already completed; resume state, run id,
-host events and attempt record; the job's work with the suite's watcher and a GPU sampler at hand
-(any exception becomes a `failed` result); the attempt's end, checkpoints, then the run's files
-through the spooling store and the exit code. What differs is the `Job` (payload.builtin.BuiltinJob,
-payload.workloads.job.WorkloadJob).
+"""The run orchestrator: one job from start to uploaded result, the lifecycle every run shares (completed-run
+lookup, resume, run id, attempts, any exception a `failed` result, upload through the spool, exit code). What
+differs is the `Job` (payload.builtin.BuiltinJob, payload.workloads.job.WorkloadJob).
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Delivery: the local spool where results wait while the bucket is down, and the results journal.
 
-An object the store would not take after its retries is written here with its destination (URL and
-key) and tags; ``flush`` (``python -m payload flush``, and the start of every run) re-sends them oldest
-first and deletes each only once uploaded, then announces a delivered result in the journal. One
-``<id>.json`` (metadata) + ``<id>.bin`` pair per object, the id a hash of URL and key. Directory:
-GPUBENCH_SPOOL, else the user cache (payload.userdirs). When the spool cannot be written, the first
-writable fallback (``$TMPDIR/gpubench-fallback/``, ``./gpubench-fallback/``; flush it with
-``--spool``; the run exits STRANDED) takes it, else a text object is printed to stderr between
-``[gpubench] LOST-FILE`` markers.
+An object the store would not take after its retries waits here (``<id>.json`` metadata + ``<id>.bin``) for
+``flush`` (``python -m payload flush``, and the start of every run), which deletes it once uploaded. When the
+spool cannot be written, the first writable fallback (``$TMPDIR/gpubench-fallback/``, ``./gpubench-fallback/``;
+the run exits STRANDED) takes it, else a text object is printed to stderr between LOST-FILE markers.
 
 The journal: once a result file is in the bucket, its writer creates the empty object
-``journal/<stack>/<stamp>-<run-id>`` (payload.layout) with its own clock read just before, so a collect
-lists a settled stack's journal instead of every run. The stamp is the point, so an entry is never
-spooled (it would land under a stale stamp): a flush announces what it delivers with its own clock. An
-entry is a hint a full listing makes up for: announcing never fails a run.
+``journal/<stack>/<stamp>-<run-id>`` with its own clock, so a collect lists a settled stack's journal instead
+of every run. An entry is never spooled (it would carry a stale stamp) and never fails a run: it is a hint.
 """
 
 from __future__ import annotations

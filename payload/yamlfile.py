@@ -39,7 +39,12 @@ def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
         return sizes[key]
     sizes[key] = MAX_NODES + 1  # in progress: a reference back to it is a cycle, counted as too large
     if isinstance(node, yaml.MappingNode):
-        _unique_keys(node)
+        seen: set[str] = set()
+        for name, _ in node.value:  # a plain key given twice (merge keys `<<` aside)
+            if isinstance(name, yaml.ScalarNode) and name.tag != "tag:yaml.org,2002:merge":
+                if name.value in seen:
+                    raise DuplicateKey(name)
+                seen.add(name.value)
         size = 1 + sum(_expanded(k, sizes) + _expanded(v, sizes) for k, v in node.value)
     elif isinstance(node, yaml.SequenceNode):
         size = 1 + sum(_expanded(item, sizes) for item in node.value)
@@ -56,16 +61,6 @@ class DuplicateKey(yaml.YAMLError):
         self.problem = f"the key {quote(key.value)} is given twice; keep one"
         self.problem_mark = key.start_mark
         super().__init__(self.problem)
-
-
-def _unique_keys(node: yaml.MappingNode) -> None:
-    """Refuse a mapping whose plain keys repeat (merge keys `<<` aside)."""
-    seen: set[str] = set()
-    for key, _ in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-            if key.value in seen:
-                raise DuplicateKey(key)
-            seen.add(key.value)
 
 
 def _invalid(where: str, exc: yaml.YAMLError) -> YamlFileError:
