@@ -69,10 +69,9 @@ def _cmd_flush(args) -> int:
     spool = Spool(args.spool)
     report = spool.flush()
     print(f"delivered {len(report.delivered)}, still spooled {len(report.failed)} ({spool.dir})")
-    for dest, err in report.failed.items():
-        print(f"  {dest}: {err}", file=sys.stderr)
-    for message in report.unannounced:  # delivered all the same: the exit code stays the delivery's
-        print(f"  {message}", file=sys.stderr)
+    # unannounced results were delivered all the same: the exit code stays the delivery's
+    for line in [f"{dest}: {err}" for dest, err in report.failed.items()] + report.unannounced:
+        print(f"  {line}", file=sys.stderr)
     return exitcodes.OK if report.ok else exitcodes.SPOOLED
 
 
