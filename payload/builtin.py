@@ -257,12 +257,8 @@ class BuiltinJob:
                 model = bench.build_model(work)
                 if self.resume:
                     restore(model, self.run.ctx.store.get_bytes(self.resume["model_key"]))
-                    self.run.timeline.add(
-                        "resume",
-                        checkpoint=self.resume["model_key"],
-                        epochs_completed=t.epochs_completed,
-                        steps_completed=t.steps_completed,
-                    )
+                    done = {"epochs_completed": t.epochs_completed, "steps_completed": t.steps_completed}
+                    self.run.timeline.add("resume", checkpoint=self.resume["model_key"], **done)
             if self.run.ctx.watcher.notice.is_set():  # noticed while loading: do not start
                 self.run.close_attempt("interrupted")
                 return self._interrupt(model)
@@ -281,13 +277,7 @@ class BuiltinJob:
         self.jit_compile = bool(getattr(model, "jit_compile", False))  # Keras 3 uses XLA on GPUs by default
         run.sampler.start()
         run.sampler.begin_window()
-        run.timeline.add(
-            "train_start",
-            epochs=plan.epochs,
-            initial_epoch=plan.initial_epoch,
-            steps_per_epoch=plan.steps_per_epoch,
-            total_steps=plan.total_steps,
-        )
+        run.timeline.add("train_start", **asdict(plan))  # epochs, initial_epoch, steps_per_epoch, total_steps
         t0 = time.perf_counter()
         interrupted = False
         try:

@@ -27,6 +27,10 @@ ALL_REDUCE_OPS = {
 }
 
 
+# epochs.csv column -> the Keras log key it reads
+LOG_COLUMNS = {"loss": "loss", "acc": "accuracy", "val_loss": "val_loss", "val_acc": "val_accuracy"}
+
+
 class NoGpuError(RuntimeError):
     """--expect-gpu, but the framework sees no GPU."""
 
@@ -328,14 +332,7 @@ def make_callback_class():
                 self.step_times.append(now - self._t_last)
             logs = logs or {}
             n = self.epoch_offset + len(self.rows) + 1
-            row = {
-                "epoch": n,
-                "elapsed": round(elapsed, 4),
-                "loss": finite(logs.get("loss")),
-                "acc": finite(logs.get("accuracy")),
-                "val_loss": finite(logs.get("val_loss")),
-                "val_acc": finite(logs.get("val_accuracy")),
-            }
+            row = {"epoch": n, "elapsed": round(elapsed, 4), **{c: finite(logs.get(k)) for c, k in LOG_COLUMNS.items()}}
             self.rows.append(row)
             mllog("epoch_stop", metadata={"epoch_num": n})
             if row["val_acc"] is not None:
