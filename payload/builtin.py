@@ -167,14 +167,11 @@ class BuiltinJob:
     extra_files: tuple[str, ...] = ()
 
     def __init__(self, run: Run, name: str):
-        self.run, self.cfg = run, run.cfg
-        self.bench = get(name)
+        cfg = self.cfg = run.cfg
+        self.run, self.bench = run, get(name)
         self.name = self.run_name = self.bench.name
-        self.params = self.bench.run_params(self.cfg)
-        cfg = self.cfg
-        self.fingerprint = fingerprint(
-            cfg.stack, name, self.params, cfg.precision, cfg.gpus, str(cfg.data), cfg.backend
-        )
+        params = self.params = self.bench.run_params(cfg)
+        self.fingerprint = fingerprint(cfg.stack, name, params, cfg.precision, cfg.gpus, str(cfg.data), cfg.backend)
         self.devices = None
         self.ckpt: Checkpointer | None = None
         self.resume: dict | None = None  # the checkpoint state this attempt resumes from
@@ -223,15 +220,12 @@ class BuiltinJob:
     def execute(self) -> tuple[str, int]:
         cfg, run = self.cfg, self.run
         self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas, cfg.backend, cfg.all_reduce)
-        self.global_batch = self.params["batch_size"] * self.devices.replicas
+        d = self.devices
+        batch = self.global_batch = self.params["batch_size"] * d.replicas
         run.timeline.add(
-            "devices",
-            device=self.devices.device,
-            gpus_visible=self.devices.gpus_visible,
-            replicas=self.devices.replicas,
-            global_batch=self.global_batch,
+            "devices", device=d.device, gpus_visible=d.gpus_visible, replicas=d.replicas, global_batch=batch
         )
-        mllog("global_batch_size", self.global_batch)
+        mllog("global_batch_size", batch)
         status = self._train()
         return status, exitcodes.INTERRUPTED if status == "interrupted" else exitcodes.OK
 
