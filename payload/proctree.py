@@ -102,11 +102,8 @@ def set_child_subreaper(on: bool = True) -> bool | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         previous = ctypes.c_int(0)
-        if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) != 0:
-            return None
-        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) != 0:
-            return None
-        return bool(previous.value)
+        got = libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) == 0  # 0: success
+        return bool(previous.value) if got and libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0 else None
     except (OSError, AttributeError):
         return None
 

@@ -13,10 +13,8 @@ def utcnow() -> datetime:
 
 
 def _utc(moment: datetime | float | None) -> datetime:
-    if moment is None:
-        moment = time.time()
     if not isinstance(moment, datetime):
-        return datetime.fromtimestamp(moment, tz=timezone.utc)
+        return datetime.fromtimestamp(time.time() if moment is None else moment, tz=timezone.utc)
     return moment if moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
 
 
