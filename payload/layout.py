@@ -95,10 +95,6 @@ class RunKey:
     rest: str
 
     @property
-    def prefix(self) -> str:
-        return run_prefix(self.stack, self.run_id)
-
-    @property
     def name(self) -> str:
         """Without its write-once version: `result.v1.json` is a `result.json`."""
         return version_of(self.rest)[0]
