@@ -34,8 +34,7 @@ class RunWriter:
 
     @classmethod
     def resuming(cls, store, stack: str, run_id: str, attempts_before: int) -> RunWriter:
-        """The writer of a resumed attempt: one generation above what the run's directory holds
-        (at least `attempts_before`, should the listing fail)."""
+        """A resumed attempt's writer: one generation above the run's directory (at least `attempts_before`)."""
         prefix = run_prefix(stack, run_id)
         try:
             listed = next_generation(info.key[len(prefix) :] for info in store.list(prefix))
