@@ -2,5 +2,3 @@
 ``payload.storage`` and ``payload.schema``): TensorFlow loads only inside the training code paths."""
 
 __version__ = "0.1.0"
-
-__all__ = ["__version__"]

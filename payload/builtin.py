@@ -1,26 +1,34 @@
-"""A built-in benchmark (payload.benchmarks) as a job of payload.run.Run: devices (``--expect-gpu``
-fails before any data), data, model, fit with the harness callback (payload.training), a checkpoint
-after every epoch or chunk of steps, and resume from the last one of an interrupted attempt.
+"""A built-in benchmark as a job of payload.run.Run: devices, data, model, fit with the harness callback
+(payload.training), a checkpoint after every epoch or chunk of steps, and resume from the last one.
+
+A checkpoint, in ``runs/<stack>/<run-id>/checkpoints/``: ``model-<steps>.npz`` (model and optimizer variables,
+packed and uploaded on a background thread) and ``state.json`` (what the harness needs to continue), each a
+new version, the model before the state that points at it.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import statistics
 import time
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 
 from payload import exitcodes, frameworks, training
 from payload.benchmarks import get
-from payload.checkpoint import Checkpointer, find_resumable, restore
-from payload.environment import software_facts
 from payload.events import mllog
-from payload.gpu import GPU_TOTALS
+from payload.gpu import GPU_TOTALS, software_facts
 from payload.identity import launch_prefix
-from payload.run import JobReport, Run, fingerprint, hardware
+from payload.layout import version_of, versioned
+from payload.run import STATE_NAME, JobReport, Run, find_resumable, fingerprint, hardware
+from payload.timestamps import iso
 
 MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
+# S3 object tags on model files: the results bucket expires them after checkpointDays (infra/aws/component.py).
+CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 
 
 def _spread(rates: list[float]) -> dict | None:
@@ -36,9 +44,80 @@ def _spread(rates: list[float]) -> dict | None:
     }
 
 
+def restore(model, blob: bytes) -> None:
+    """Load a checkpoint's archive into a freshly built, compiled model."""
+    np = frameworks.numpy()
+    with np.load(io.BytesIO(blob)) as f:
+        weights = [f[f"w{i}"] for i in range(sum(k.startswith("w") for k in f.files))]
+        opt = [f[f"o{i}"] for i in range(sum(k.startswith("o") for k in f.files))]
+    model.set_weights(weights)
+    model.optimizer.build(model.trainable_variables)
+    variables = list(model.optimizer.variables)
+    if len(variables) != len(opt):
+        raise ValueError(
+            f"checkpoint has {len(opt)} optimizer variables, the model's optimizer "
+            f"{len(variables)}: parameters changed since the checkpoint?"
+        )
+    for var, value in zip(variables, opt):
+        var.assign(value)
+
+
+class Checkpointer:
+    """Saves model + state to ``<writer.prefix>checkpoints/`` asynchronously, each under new names."""
+
+    def __init__(self, store, writer, timeline=None):
+        self.store, self.writer, self.dir = store, writer, writer.prefix + "checkpoints/"
+        self.timeline = timeline
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubench-ckpt")
+        self._pending: Future | None = None
+        self.errors: list[str] = []
+
+    def save(self, model, state: dict, tag: int, sync: bool = False) -> None:
+        """Snapshot now (the model keeps training); pack and upload in the background."""
+        t0 = time.perf_counter()
+        self.wait()  # at most one upload in flight
+        np, optimizer = frameworks.numpy(), model.optimizer  # host copies (milliseconds)
+        weights = model.get_weights()
+        opt = [np.asarray(v.numpy()) for v in optimizer.variables] if optimizer is not None else []
+        snapshot_s = time.perf_counter() - t0
+        self._pending = self._pool.submit(self._upload, weights, opt, dict(state), tag, snapshot_s)
+        if sync:
+            self.wait()
+
+    def _upload(self, weights: list, opt: list, state: dict, tag: int, snapshot_s: float) -> None:
+        t0 = time.perf_counter()
+        buf = io.BytesIO()
+        arrays = {**{f"w{i}": a for i, a in enumerate(weights)}, **{f"o{i}": a for i, a in enumerate(opt)}}
+        frameworks.numpy().savez(buf, **arrays)
+        blob = buf.getvalue()
+        state_key = self.writer.next_key(f"checkpoints/{STATE_NAME}")  # model and state: new names, one version
+        key = self.dir + versioned(f"model-{tag:09d}.npz", *version_of(state_key)[1])
+        state.update(model_key=key, saved_at=iso())
+        ok = self.store.put_bytes(key, blob, "application/octet-stream", tags=CHECKPOINT_TAGS) is not False
+        ok = self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json") is not False and ok
+        if self.timeline is not None:
+            seconds = {
+                "snapshot_seconds": round(snapshot_s, 4),
+                "pack_upload_seconds": round(time.perf_counter() - t0, 3),
+            }
+            self.timeline.add("checkpoint", key=key, bytes=len(blob), uploaded=ok, **seconds)
+
+    def wait(self) -> None:
+        if self._pending is not None:
+            try:
+                self._pending.result()
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"checkpoint upload failed: {exc}")
+            self._pending = None
+
+    def close(self) -> None:
+        self.wait()
+        self._pool.shutdown(wait=True)
+
+
 class PhaseRun:
-    """What a benchmark's own ``train`` gets: its params, steps per epoch, the strategy scope (to
-    recompile between phases) and ``fit``, which trains with the harness callback."""
+    """What a benchmark's own ``train`` gets: params, steps per epoch, the strategy scope (to recompile between
+    phases) and ``fit`` with the harness callback."""
 
     def __init__(self, params: dict, steps_per_epoch: int, devices, callback, fit_steps: int | None):
         self.params, self.steps_per_epoch, self._devices, self._cb = params, steps_per_epoch, devices, callback
@@ -61,8 +140,8 @@ class PhaseRun:
 
 
 def fit(bench, model, plan, train_ds, val_ds, params: dict, batches: int, devices, callback) -> dict | None:
-    """Keras ``fit`` with the harness `callback`, or the benchmark's own phases (their outcome).
-    `batches`: full batches in the training data, the phases' steps per epoch unless the plan sets them."""
+    """Keras ``fit`` with the harness `callback`, or the benchmark's own phases (their outcome); `batches`: full
+    batches in the training data, the phases' steps per epoch unless the plan sets them."""
     phases = PhaseRun(params, plan.steps_per_epoch or max(1, batches), devices, callback, plan.steps_per_epoch)
     if bench.train is not None:
         return bench.train(model, train_ds, val_ds, phases)
@@ -72,7 +151,7 @@ def fit(bench, model, plan, train_ds, val_ds, params: dict, batches: int, device
 
 @dataclass
 class Totals:
-    """What a run accumulates over its attempts: saved in its checkpoint state, restored from it."""
+    """What a run accumulates over its attempts (in its checkpoint state)."""
 
     rows: list = field(default_factory=list)
     epochs_completed: int = 0
@@ -88,14 +167,11 @@ class BuiltinJob:
     extra_files: tuple[str, ...] = ()
 
     def __init__(self, run: Run, name: str):
-        self.run, self.cfg = run, run.cfg
-        self.bench = get(name)
+        cfg = self.cfg = run.cfg
+        self.run, self.bench = run, get(name)
         self.name = self.run_name = self.bench.name
-        self.params = self.bench.run_params(self.cfg)
-        cfg = self.cfg
-        self.fingerprint = fingerprint(
-            cfg.stack, name, self.params, cfg.precision, cfg.gpus, str(cfg.data), cfg.backend
-        )
+        params = self.params = self.bench.run_params(cfg)
+        self.fingerprint = fingerprint(cfg.stack, name, params, cfg.precision, cfg.gpus, str(cfg.data), cfg.backend)
         self.devices = None
         self.ckpt: Checkpointer | None = None
         self.resume: dict | None = None  # the checkpoint state this attempt resumes from
@@ -144,15 +220,12 @@ class BuiltinJob:
     def execute(self) -> tuple[str, int]:
         cfg, run = self.cfg, self.run
         self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas, cfg.backend, cfg.all_reduce)
-        self.global_batch = self.params["batch_size"] * self.devices.replicas
+        d = self.devices
+        batch = self.global_batch = self.params["batch_size"] * d.replicas
         run.timeline.add(
-            "devices",
-            device=self.devices.device,
-            gpus_visible=self.devices.gpus_visible,
-            replicas=self.devices.replicas,
-            global_batch=self.global_batch,
+            "devices", device=d.device, gpus_visible=d.gpus_visible, replicas=d.replicas, global_batch=batch
         )
-        mllog("global_batch_size", self.global_batch)
+        mllog("global_batch_size", batch)
         status = self._train()
         return status, exitcodes.INTERRUPTED if status == "interrupted" else exitcodes.OK
 
@@ -178,12 +251,8 @@ class BuiltinJob:
                 model = bench.build_model(work)
                 if self.resume:
                     restore(model, self.run.ctx.store.get_bytes(self.resume["model_key"]))
-                    self.run.timeline.add(
-                        "resume",
-                        checkpoint=self.resume["model_key"],
-                        epochs_completed=t.epochs_completed,
-                        steps_completed=t.steps_completed,
-                    )
+                    done = {"epochs_completed": t.epochs_completed, "steps_completed": t.steps_completed}
+                    self.run.timeline.add("resume", checkpoint=self.resume["model_key"], **done)
             if self.run.ctx.watcher.notice.is_set():  # noticed while loading: do not start
                 self.run.close_attempt("interrupted")
                 return self._interrupt(model)
@@ -202,13 +271,7 @@ class BuiltinJob:
         self.jit_compile = bool(getattr(model, "jit_compile", False))  # Keras 3 uses XLA on GPUs by default
         run.sampler.start()
         run.sampler.begin_window()
-        run.timeline.add(
-            "train_start",
-            epochs=plan.epochs,
-            initial_epoch=plan.initial_epoch,
-            steps_per_epoch=plan.steps_per_epoch,
-            total_steps=plan.total_steps,
-        )
+        run.timeline.add("train_start", **asdict(plan))  # epochs, initial_epoch, steps_per_epoch, total_steps
         t0 = time.perf_counter()
         interrupted = False
         try:
@@ -282,7 +345,7 @@ class BuiltinJob:
         return self._state()
 
     def write_extras(self) -> None:
-        """A benchmark uploads only the run's own files."""
+        """None: a benchmark uploads only the run's own files."""
 
     def epoch_rows(self) -> list[dict]:
         return self.totals.rows

@@ -1,21 +1,26 @@
-"""Command line: ``python -m payload {run,list,flush}``.
-
-``run`` is the container entrypoint; every option also reads a GPUBENCH_*
-variable (see ``run --help``) because cloud-init hands the container an env
-file. Exit codes are documented in payload.exitcodes.
-"""
+"""Command line: ``python -m payload {run,list,flush}``; ``run`` is the container entrypoint."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import threading
+import time
 
-from payload import __version__, exitcodes, runner
+from payload import __version__, exitcodes
 from payload.benchmarks import REGISTRY, ParamError, get
+from payload.builtin import BuiltinJob
 from payload.config import ConfigError, RunConfig, add_run_arguments, resolve
 from payload.entrypoint import guarded
-from payload.spool import Spool
+from payload.events import note
+from payload.identity import PreemptionWatcher, detect_identity
+from payload.run import Run, SuiteContext, price_row
+from payload.spool import Spool, SpoolingStore
+from payload.storage import open_store
+from payload.workloads.job import WorkloadJob
 from payload.workloads.spec import load_spec
 
 EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
@@ -65,16 +70,15 @@ def _cmd_flush(args) -> int:
     spool = Spool(args.spool)
     report = spool.flush()
     print(f"delivered {len(report.delivered)}, still spooled {len(report.failed)} ({spool.dir})")
-    for dest, err in report.failed.items():
-        print(f"  {dest}: {err}", file=sys.stderr)
-    for message in report.unannounced:  # delivered all the same: the exit code stays the delivery's
-        print(f"  {message}", file=sys.stderr)
+    # unannounced results were delivered all the same: the exit code stays the delivery's
+    for line in [f"{dest}: {err}" for dest, err in report.failed.items()] + report.unannounced:
+        print(f"  {line}", file=sys.stderr)
     return exitcodes.OK if report.ok else exitcodes.SPOOLED
 
 
 def check_run(cfg: RunConfig) -> None:
-    """Every benchmark's --param values, no parameter none of them takes, and a workload spec that loads:
-    a typo fails in a second, naming the option, instead of after a model is built."""
+    """Every benchmark's --param values and a workload spec that loads: a typo fails in a second, naming the
+    option, not after a model is built."""
     for name in cfg.benchmark:
         get(name).run_params(cfg)
     unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
@@ -93,8 +97,64 @@ def _cmd_run(args) -> int:
     except (ConfigError, ParamError, ValueError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
+    return run_suite(cfg)
 
-    return runner.run(cfg)  # looked up now: tests stand in for it
+
+def _install_stop_handlers(watcher: PreemptionWatcher) -> dict:
+    """SIGTERM (docker stop, ACPI shutdown, `timeout`), SIGINT (Ctrl-C) and SIGHUP (a closed terminal) act like
+    a preemption notice: the job's process tree is ended, an ``interrupted`` result written; the old handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        name = signal.Signals(sig).name
+        old[sig] = signal.signal(sig, lambda signum, frame, name=name: watcher.trigger(f"{name} received"))
+    return old
+
+
+def run_suite(cfg: RunConfig) -> int:
+    """``run``: one result per benchmark, nothing lost; the spool flush, identity, price, watcher and stop signals
+    once, then one payload.run.Run per job; the first interruption ends the suite (the next boot resumes it)."""
+    boot = time.time()
+    spool = Spool(cfg.spool)
+    flush = spool.flush()
+    for message in flush.unannounced:  # a hint lost, never a result: said, and the run goes on
+        note(message)
+    flushed = {"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
+    store = SpoolingStore(open_store(cfg.results, write_once=True), spool)  # never overwrites: see layout
+    identity = detect_identity()
+    cfg.market = cfg.market or identity.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
+    price, warnings = price_row(cfg)
+    if cfg.probe_seconds and cfg.benchmark:
+        warnings.append("--probe-seconds applies to workloads only: the built-in benchmarks ran in full")
+    watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
+    old_handlers = _install_stop_handlers(watcher)
+    ctx = SuiteContext(cfg, boot, identity, store, watcher, price, warnings, flushed if any(flushed.values()) else None)
+    codes = []
+    try:
+        for name in cfg.benchmark:
+            codes.append(Run(ctx, lambda run, name=name: BuiltinJob(run, name)).execute())
+            if codes[-1] == exitcodes.INTERRUPTED:
+                break  # the next boot resumes this one and runs the rest
+        if cfg.workload:
+            spec = load_spec(cfg.workload).with_environment(os.environ)
+            codes.append(Run(ctx, lambda run: WorkloadJob(run, spec)).execute())
+    finally:
+        watcher.stop()
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+    if store.stranded:
+        where = ", ".join(map(str, spool.used_fallbacks)) or "stderr (LOST-FILE markers)"
+        message = (
+            f"{len(store.stranded)} file(s) are in neither the bucket nor the spool {spool.dir}: they are in {where}"
+        )
+        if spool.used_fallbacks:
+            message += f"; deliver with `python -m payload flush --spool {spool.used_fallbacks[0]}`"
+        note(message + (f"; lost: {', '.join(store.lost)}" if store.lost else ""))
+        codes.append(exitcodes.STRANDED)
+    if store.spooled and exitcodes.worst(codes) == exitcodes.OK:
+        codes.append(exitcodes.SPOOLED)
+    return exitcodes.worst(codes)
 
 
 COMMANDS = {"run": _cmd_run, "list": _cmd_list, "flush": _cmd_flush}
@@ -110,7 +170,5 @@ def _run(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Every error through payload.entrypoint.guarded: `| head` ends quietly, Ctrl-C before the run's own
-    handler is CANCELLED, a bad path is USAGE, and a bug is one line, never a traceback."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Every error through payload.entrypoint.guarded: a message and an exit code, never a traceback."""
     return guarded(lambda: _run(argv), prog="python -m payload")

@@ -1,9 +1,7 @@
 """Run options: one table (`OPTIONS`) names them, one pydantic model (`RunConfig`) types and checks them.
 
-Each row is a CLI flag, its GPUBENCH_* variable (cloud-init hands the container an env file,
-docs/CONTRACTS.md), the text parser, the help and the default; the model's fields are the parsers'
-return types, so a row adds the option to argparse, the environment, validation, rendering and the
-JSON schema. Precedence is stated once, in `given_values`. Python 3.8 (the legacy payload image):
+A row is a CLI flag, its GPUBENCH_* variable (cloud-init hands the container an env file), the text parser
+(whose return type is the field's), the help and the default. Python 3.8 (the legacy payload image):
 pydantic evaluates the annotations, hence typing's List/Dict/Optional in them.
 """
 
@@ -26,16 +24,14 @@ from payload.layout import BadKeyPart, check_name
 from payload.results_location import parse_results_location
 from payload.timestamps import parse_iso
 
-# Keras 3 backends the payload runs on, and MirroredStrategy's all-reduce choices
-# (today's analogues of tf_cnn_benchmarks' NCCL / parameter-device configurations).
+# Keras 3 backends, and MirroredStrategy's all-reduce choices (analogues of tf_cnn_benchmarks' configurations).
 BACKENDS = ("tensorflow", "jax", "torch")
 ALL_REDUCES = ("nccl", "hierarchical", "one-device")
 # The payload cannot read the catalog (infra is a layer above): it checks an offering id's form and
 # knows the catalog's local offerings (tests/cli/test_errors_trust.py holds both to the catalog).
 LOCAL_OFFERINGS = ("local/this-machine",)
 OFFERING_FORM = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.+:-]*$")
-# The most GPUs one machine in the catalog has (tests/bench/test_task_file.py holds it to the catalog):
-# no GPU count a user gives sizes a device list past what is sold.
+# The most GPUs one machine in the catalog has (tests/bench/test_task_file.py holds it to the catalog).
 MAX_GPUS_PER_MACHINE = 16
 
 
@@ -54,7 +50,7 @@ def _parser(metavar: str) -> Callable:
 
 
 def _number(cast: Callable[[str], Any], ok: Callable[[Any], bool], rule: str, metavar: str = "N") -> Callable:
-    """A text parser for a number obeying `ok`; `rule` ("a positive integer") is the message."""
+    """A text parser for a number obeying `ok`; `rule` ("a positive integer") says what it must be."""
 
     @_parser(metavar)
     def parse(text: str) -> Any:
@@ -213,8 +209,7 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
     @property
-    def flag(self) -> bool:
-        """store_true on the command line."""
+    def flag(self) -> bool:  # store_true on the command line
         return self.parse is _bool
 
 
@@ -381,7 +376,7 @@ class _RunOptions(BaseModel):
 
 
 def _field(opt: Option) -> tuple[Any, Any]:
-    """(annotation, FieldInfo) of one option: the type its parser returns, its default and help."""
+    """(annotation, FieldInfo) of one option."""
     kind = typing.get_type_hints(opt.parse).get("return", Any)
     check = BeforeValidator(lambda raw, p=opt.parse: raw if raw is None else p(raw))
     annotation = Annotated[Optional[kind], check]  # noqa: UP045 - `X | None` needs Python 3.10
@@ -457,17 +452,15 @@ _BY_NAME = {opt.name: opt for opt in OPTIONS}
 def _text_of(opt: Option, value: Any) -> str:
     if opt.flag:
         return "1" if value else "0"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
     if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items())
-    return str(value)
+        value = [f"{k}={v}" for k, v in value.items()]
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _given(values: dict[str, Any]) -> list[tuple[Option, Any, str]]:
-    """(option, value, its text) of the options with a value (None: not given), in the table's order.
-    Each text is checked with the option's own parser, so a launcher cannot hand the payload a value
-    it would refuse at boot (benchmarks, data and the spec file are checked on the host)."""
+    """(option, value, its text) of the options with a value, in the table's order, each text checked by the
+    option's parser: a launcher cannot hand the payload a value it would refuse at boot (benchmarks, data and
+    the spec file are checked on the host)."""
     unknown = [name for name in values if name not in _BY_NAME]
     if unknown:
         raise KeyError(f"{unknown[0]!r} is not a payload run option; known: {', '.join(_BY_NAME)}")

@@ -1,9 +1,7 @@
-"""Dataset readers in the formats the studies used, and synthetic stand-ins with the real shapes,
-vocabulary sizes and class counts. A ``read_*`` takes a DataSource: ``download`` fetches through
-keras.datasets / keras.utils.get_file (cached under ~/.keras), ``dir`` reads the same files locally
-(air-gapped hosts, tests): ``mnist.npz`` and ``imdb.npz`` (Keras' files), ``cifar-10-batches-py/``
-(the upstream pickles), ``nietzsche.txt``, and any ``*.csv`` of tweets with the thinknook header
-``ItemID,Sentiment,SentimentSource,SentimentText`` (seed 000's corpus).
+"""Dataset readers in the formats the studies used, and synthetic stand-ins with the real shapes, vocabulary
+sizes and class counts. ``download`` fetches through keras.datasets / keras.utils.get_file, ``dir`` reads the
+same files locally: ``mnist.npz``, ``imdb.npz``, ``cifar-10-batches-py/``, ``nietzsche.txt``, and a ``*.csv``
+of tweets with the thinknook header ``ItemID,Sentiment,SentimentSource,SentimentText``.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ NIETZSCHE_URL = "https://s3.amazonaws.com/text-datasets/nietzsche.txt"
 
 
 class DatasetError(RuntimeError):
-    """A local dataset file is missing or malformed (message names the file)."""
+    """A local dataset file is missing or malformed."""
 
 
 def _need(path: str) -> str:
@@ -48,10 +46,8 @@ ZIPF_A = 1.3  # the exponent of the synthetic text's word ranks
 
 
 def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: int, classes: int = 2):
-    """Zipf-distributed token ids (like text) with a label-dependent marker token.
-
-    Drawn by inverse CDF: the same law as `np.clip(rng.zipf(1.3, ...), 1, vocab - 1)`, at
-    about a third of its CPU (seconds at a study's size, before the first step)."""
+    """Zipf-distributed token ids (like text) with a label-dependent marker token, by inverse CDF: the law of
+    `np.clip(rng.zipf(1.3, ...), 1, vocab - 1)` at a third of its CPU (seconds at a study's size)."""
     np = frameworks.numpy()
     last = max(vocab - 2, 1)  # ranks 1..last by their own weight; the rest of the law is the id vocab - 1
     weights = np.arange(1, last + 1, dtype=np.float64) ** -ZIPF_A
@@ -186,7 +182,7 @@ def _tweets_csv(source) -> str:
 
 
 def read_tweets(source) -> tuple[list[str], np.ndarray]:
-    """Texts and 0/1 labels from the thinknook CSV (malformed rows are skipped)."""
+    """Texts and 0/1 labels from the thinknook CSV (malformed rows skipped)."""
     np = frameworks.numpy()
     path = _tweets_csv(source)
     texts, labels = [], []

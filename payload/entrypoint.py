@@ -1,10 +1,7 @@
-"""The one error boundary of every gpubench entry point (``gpubench``, ``python -m analysis|infra|payload``).
-
-Whatever a command raises ends as a message on stderr (through payload.terminal) and an exit code
-(payload.exitcodes), never a traceback: our errors carry their code and message; a few of Python's
-and libraries' are mapped in `classify`; a closed stdout ends quietly; Ctrl-C is CANCELLED; anything
-else is a bug, named with where to report it. GPUBENCH_DEBUG=1 (or ``gpubench --debug``) adds the
-traceback. It lives in payload, the bottom layer, so all three entry points share it.
+"""The one error boundary of every gpubench entry point (``gpubench``, ``python -m analysis|infra|payload``):
+whatever a command raises ends as a message on stderr and an exit code, never a traceback (GPUBENCH_DEBUG=1
+adds it). Our errors carry their code; a few of Python's and libraries' are mapped in `classify`; anything
+else is a bug, named with where to report it.
 """
 
 from __future__ import annotations
@@ -39,20 +36,13 @@ FOREIGN_ERRORS = (
 
 
 def debug_requested() -> bool:
-    """Tracebacks are shown only when asked: GPUBENCH_DEBUG=1 (a command line may add its own flag)."""
     return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
 
 
 def say(line: str) -> None:
-    """Text on stderr, made safe for a terminal; a closed stderr is not worth a second error."""
+    """Text on stderr, safe for a terminal; a closed stderr is not worth a second error."""
     with contextlib.suppress(OSError, ValueError):
         print(terminal_text(line), file=sys.stderr, flush=True)
-
-
-def quiet_stdout() -> None:
-    """After a closed pipe, point stdout at /dev/null so the interpreter's final flush stays silent."""
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def first_line(exc: BaseException) -> str:
@@ -89,16 +79,17 @@ def unexpected(exc: BaseException, prog: str) -> str:
 
 
 def guarded(call: Callable[[], int | None], *, prog: str, debug: Callable[[], bool] = debug_requested) -> int:
-    """Run `call` (parsing included) and turn whatever it raises into a message and a documented exit code
-    (SystemExit passes: argparse's usage errors already exit 2 with a message)."""
+    """`call` (parsing included), whatever it raises a message and an exit code (SystemExit passes: argparse's
+    usage errors already exit 2 with a message)."""
     try:
         code = int(call() or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except SystemExit:
         raise
-    except BrokenPipeError:  # `gpubench offers | head`
-        quiet_stdout()
+    except BrokenPipeError:  # `gpubench offers | head`: stdout to /dev/null, so the final flush stays silent
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exitcodes.OK
     except KeyboardInterrupt as exc:  # Ctrl-C, or a stop signal the command handles as one (it has `signum`)
         signum = getattr(exc, "signum", None)

@@ -1,8 +1,7 @@
 """Timeline events and MLPerf-style ``:::MLLOG`` lines (so existing log tooling can read runs).
 
-The timeline is what cost accounting needs beyond train time: boot, setup, upload and idle are billed
-too (SkyPilot #1644). The host's events (GPUBENCH_HOST_EVENTS, one JSON object with ``event`` and
-``time`` a line) are merged in, so one ``events.jsonl`` covers instance launch to shutdown.
+The timeline is what cost accounting needs beyond train time: boot, setup, upload and idle are billed too
+(SkyPilot #1644); the host's events are merged in, so one ``events.jsonl`` covers launch to shutdown.
 """
 
 from __future__ import annotations
@@ -16,15 +15,9 @@ from payload.timestamps import iso, parse_iso
 
 MLLOG_TOKEN = ":::MLLOG "  # the payload writes these lines and reads a workload's (payload.workloads.metrics)
 JSON_TOKEN = "GPUBENCH_METRICS "  # a job's progress line (payload.benchmarks.progress writes one)
-# MLPerf event types by key; anything else is a point in time.
-_MLLOG_EVENT_TYPE = {
-    "run_start": "INTERVAL_START",
-    "run_stop": "INTERVAL_END",
-    "epoch_start": "INTERVAL_START",
-    "epoch_stop": "INTERVAL_END",
-    "block_start": "INTERVAL_START",
-    "block_stop": "INTERVAL_END",
-}
+# MLPerf's interval keys, `<name>_start` .. `<name>_stop`; any other key is a point in time.
+_EDGES = (("start", "INTERVAL_START"), ("stop", "INTERVAL_END"))
+_MLLOG_EVENT_TYPE = {f"{name}_{edge}": kind for name in ("run", "epoch", "block") for edge, kind in _EDGES}
 
 
 def note(message: str) -> None:
@@ -48,7 +41,7 @@ def mllog(key: str, value=None, metadata: dict | None = None) -> str:
 
 
 class Timeline:
-    """An ordered list of events for one run (all attempts)."""
+    """The events of one run (all attempts)."""
 
     def __init__(self, echo: bool = False):  # echo: each event also a `note` line
         self.attempt = 1
@@ -68,17 +61,16 @@ class Timeline:
         self.events.extend(e for e in events if json.dumps(e, sort_keys=True) not in seen)
 
     def merge_host_events(self, path: str | Path | None) -> list[str]:
-        """Merge the host's events.jsonl; return warnings for unreadable lines."""
+        """Merge the host's events.jsonl (a JSON object with ``event`` and ``time`` a line); warnings for the rest."""
         if not path:
             return []
-        p = Path(path)
-        if not p.exists():
-            return [f"GPUBENCH_HOST_EVENTS={path} does not exist; host events missing from timeline"]
-        warnings, records = [], []
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return [f"GPUBENCH_HOST_EVENTS={path} does not exist; host events missing from timeline"]
         except OSError as exc:
             return [f"GPUBENCH_HOST_EVENTS={path} cannot be read ({exc}); host events missing from timeline"]
+        warnings, records = [], []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -89,15 +81,8 @@ class Timeline:
                 raw = rec["time"]
                 # normalised to UTC "...Z": the result schema and every reader expect it
                 ts = iso(parse_iso(raw) if isinstance(raw, str) else float(raw))
-                records.append(
-                    {
-                        **rec,
-                        "time": ts,
-                        "event": str(rec["event"]),
-                        "attempt": int(rec.get("attempt", self.attempt)),
-                        "source": "host",
-                    }
-                )
+                attempt = int(rec.get("attempt", self.attempt))
+                records.append({**rec, "time": ts, "event": str(rec["event"]), "attempt": attempt, "source": "host"})
             except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
                 warnings.append(f"{path}:{n}: skipped host event ({exc})")
         self.extend(records)

@@ -1,8 +1,5 @@
-"""Exit codes: one table for every gpubench command (``gpubench``, ``python -m payload|infra|analysis``).
-
-`TABLE` is what ``gpubench --help`` prints; docs/cli.md, "Exit codes", says what each means
-(tests/cli/test_exit_code_docs.py holds them together). Within one payload suite the most urgent
-outcome wins: INTERRUPTED, STRANDED, NO_GPU, FAILED, SPOOLED, OK.
+"""Exit codes: one table for every gpubench command; `TABLE` is what ``gpubench --help`` prints (docs/cli.md
+says what each means). Within one payload suite the most urgent outcome wins (`worst`).
 """
 
 from __future__ import annotations  # the legacy image's Python 3.8 cannot evaluate `int | None`
@@ -42,8 +39,7 @@ def worst(codes) -> int:
 
 
 class GpubenchError(Exception):
-    """An error the user can act on, carrying its exit code (the click model); its message names the bad
-    value and the fix; payload.entrypoint.guarded prints it. A raise site may give its own `exit_code`."""
+    """An error the user can act on, carrying its exit code; its message names the bad value and the fix."""
 
     exit_code = FAILED
 

@@ -1,6 +1,4 @@
-"""Which pip extra brings which library (pyproject.toml): a command that needs a missing one says what to
-install; the base install needs only PyYAML, pydantic and argcomplete.
-"""
+"""Which pip extra brings which library (pyproject.toml): a command that needs a missing one says what to install."""
 
 from __future__ import annotations
 
@@ -32,16 +30,14 @@ PROVIDED_BY = {
 
 
 def extra_of(module: str) -> str | None:
-    """The extra that installs `module` (or its top-level package), None when no extra does."""
+    """The extra that installs `module` (or the package it is in), None when no extra does."""
     parts = module.split(".")
-    for i in range(len(parts), 0, -1):
-        if ".".join(parts[:i]) in PROVIDED_BY:
-            return PROVIDED_BY[".".join(parts[:i])]
-    return None
+    found = [".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in PROVIDED_BY]
+    return PROVIDED_BY[found[0]] if found else None
 
 
 class MissingExtra(exitcodes.GpubenchError, ImportError):
-    """A library of an extra that is not installed; the message says how to install it."""
+    """A library of an extra that is not installed."""
 
     exit_code = exitcodes.MISSING
 
@@ -62,7 +58,7 @@ def installed(module: str) -> bool:
 
 
 def require(*modules: str, needed_for: str) -> None:
-    """Raise MissingExtra naming the extra for the first module that is not installed."""
+    """MissingExtra naming the extra of the first module that is not installed."""
     for module in modules:
         if not installed(module):
             raise MissingExtra(module, needed_for)

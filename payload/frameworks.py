@@ -1,40 +1,20 @@
-"""The heavy libraries of the training paths, each imported here, at its first use.
-
-Nothing imports them at module top: the payload starts, lists benchmarks and runs a
-user's workload without them (a workload's image may not hold them), and Keras reads
-KERAS_BACKEND once, at import, so payload.training.select_backend must run first.
+"""The heavy libraries of the training paths, each imported at its first use: the payload lists benchmarks
+and runs a workload without them, and Keras reads KERAS_BACKEND at import (training.select_backend sets it).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from types import ModuleType
 
 
-def keras() -> ModuleType:
-    import keras  # heavy: seconds; reads KERAS_BACKEND at import (training.select_backend sets it)
-
-    return keras
+def _on_first_use(name: str) -> Callable[[], ModuleType]:
+    return lambda: importlib.import_module(name)
 
 
-def tensorflow() -> ModuleType:
-    import tensorflow  # heavy: seconds; the input pipeline of every backend
-
-    return tensorflow
-
-
-def jax() -> ModuleType:
-    import jax  # heavy: the jax backend only
-
-    return jax
-
-
-def torch() -> ModuleType:
-    import torch  # heavy: the torch backend only
-
-    return torch
-
-
-def numpy() -> ModuleType:
-    import numpy  # heavy for a workload's job, whose image may not hold it: checkpoints of built-ins only
-
-    return numpy
+keras = _on_first_use("keras")  # heavy: seconds; reads KERAS_BACKEND at import
+tensorflow = _on_first_use("tensorflow")  # heavy: seconds; the input pipeline of every backend
+jax = _on_first_use("jax")  # heavy: the jax backend only
+torch = _on_first_use("torch")  # heavy: the torch backend only
+numpy = _on_first_use("numpy")  # heavy for a workload's image, which may lack it: built-ins' checkpoints only

@@ -1,11 +1,17 @@
-"""GPU sampling through NVML (nvidia-ml-py): static facts once, utilisation, memory and power about once a
-second while the training window is open. Without NVML every field is None ("not measured", never 0).
+"""What the machine is, for result.json: GPU facts and sampling through NVML (nvidia-ml-py; without it every
+field is None, "not measured", never 0), the host's CPU and memory, and the software versions that ran (a
+framework's only when the run imported it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import platform
+import sys
 import threading
+
+from payload import __version__
 
 _GIB = 1024**3
 GPU_TOTALS = {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
@@ -22,7 +28,6 @@ def _text(v) -> str:
 
 
 def nvml_info() -> dict:
-    """Static GPU facts, or Nones when NVML is unavailable."""
     facts = "gpu_model gpus_nvml gpu_memory_gb driver_version compute_capability nvml_cuda_driver nvml_error"
     info = {**dict.fromkeys(facts.split()), "gpus_nvml": 0}
     try:
@@ -51,7 +56,7 @@ def nvml_info() -> dict:
 
 
 class GpuSampler:
-    """Background NVML sampler of every GPU."""
+    """Utilisation, memory and power of every GPU every `interval` s while the window is open."""
 
     def __init__(self, interval: float = 1.0):
         self.interval = interval
@@ -116,7 +121,7 @@ class GpuSampler:
                 _nvml().nvmlShutdown()
 
     def add_to(self, totals: dict) -> dict:
-        """Fold this attempt's samples into `totals` (GPU_TOTALS; a resumed run's come from its checkpoint)."""
+        """Fold this attempt's samples into `totals` (GPU_TOTALS)."""
         totals["util_sum"] += sum(self.util)
         totals["util_n"] += len(self.util)
         totals["power_sum"] += sum(self.power_w)
@@ -126,7 +131,7 @@ class GpuSampler:
         return totals
 
     def summary(self, totals: dict | None = None) -> dict:
-        """Metrics for result.json over `totals` (default: this sampler's own); None when nothing was measured."""
+        """Metrics for result.json over `totals` (default: this sampler's own)."""
         h = totals if totals is not None else self.add_to(dict(GPU_TOTALS))
         return {
             "gpu_utilization_mean": round(h["util_sum"] / h["util_n"], 2) if h["util_n"] else None,
@@ -134,3 +139,51 @@ class GpuSampler:
             "gpu_power_mean_w": round(h["power_sum"] / h["power_n"], 1) if h["power_n"] else None,
             "gpu_samples": h["util_n"] if self.available or h["util_n"] else None,
         }
+
+
+# result.software key -> the importable module whose installed distribution carries the version: what a
+# built-in run imported, and what a workload's processes imported or installed (payload.workloads.imports)
+FRAMEWORKS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "keras", "jax": "jax", "jaxlib": "jaxlib"}
+
+
+def software_facts(backend: str = "tensorflow") -> dict:
+    """Versions of what ran."""
+    facts = {
+        "payload_version": __version__,
+        "python": platform.python_version(),
+        **{key: getattr(sys.modules.get(module), "__version__", None) for key, module in FRAMEWORKS.items()},
+        "cuda_build": None,
+        "cudnn_build": None,
+        "nvml_cuda_driver": None,
+        "image": os.environ.get("GPUBENCH_IMAGE") or None,
+        "platform": platform.platform(),
+        "backend": backend,
+        "torch_cuda_build": getattr(getattr(sys.modules.get("torch"), "version", None), "cuda", None),
+    }
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        with contextlib.suppress(Exception):  # CPU builds lack some keys on some versions
+            info = tf.sysconfig.get_build_info()
+            facts["cuda_build"] = info.get("cuda_version") or None
+            facts["cudnn_build"] = info.get("cudnn_version") or None
+    keras = sys.modules.get("keras")
+    if keras is not None:
+        with contextlib.suppress(Exception):  # a partially imported keras: keep the requested one
+            facts["backend"] = keras.config.backend()  # what Keras actually runs on
+    return facts
+
+
+def _proc_line(path: str, prefix: str) -> str | None:
+    """The first line of a /proc file that starts with `prefix` (None without one, or off Linux)."""
+    with contextlib.suppress(OSError), open(path) as f:
+        return next((line for line in f if line.startswith(prefix)), None)
+    return None
+
+
+def host_facts() -> dict:
+    cpu, memory = _proc_line("/proc/cpuinfo", "model name"), _proc_line("/proc/meminfo", "MemTotal:")
+    return {
+        "cpu_model": cpu.split(":", 1)[1].strip() if cpu else platform.processor() or None,
+        "cpu_count": os.cpu_count(),
+        "memory_gb": round(int(memory.split()[1]) / 1024**2, 1) if memory else None,
+    }

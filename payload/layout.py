@@ -1,9 +1,6 @@
-"""The bucket layout, in one place: every run's files live under ``runs/<stack>/<run-id>/``.
-
-The payload writes there, each file once (a rewrite is a new version, `versioned`); the launcher lets
-an instance create objects only under its launch's runs (``runs/<stack>/<launch>-*``); collect trusts
-a result only where its key agrees with the stack and run id it claims. All three build and parse keys
-here, so they cannot disagree.
+"""The bucket layout: every run's files live under ``runs/<stack>/<run-id>/``, written once each (`versioned`).
+The payload writes there, the launcher scopes an instance to ``runs/<stack>/<launch>-*``, collect trusts a
+result only where its key agrees with what it claims: all three build and parse keys here.
 """
 
 from __future__ import annotations
@@ -26,9 +23,8 @@ class BadKeyPart(ValueError):
     """A stack name or run id that cannot be one path segment of a key."""
 
 
-# The one alphabet of names that become keys, table cells and report text: ASCII letters, digits, '.',
-# '_', '-' (and '/', '+' in an offering id). A bidi override, a Cyrillic look-alike or a Unicode hyphen
-# would print like a real stack while being another. Stacks follow Pulumi's stack-name alphabet.
+# The one alphabet of names that become keys, table cells and report text (stacks: Pulumi's stack names): a bidi
+# override, a Cyrillic look-alike or a Unicode hyphen would print like a real stack while being another.
 NAME_PATTERNS = {
     "stack name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"),
     "run id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"),
@@ -54,7 +50,7 @@ def name_problem(kind: str, value) -> str | None:
 
 
 def check_name(kind: str, value) -> str:
-    """The name if it is a valid `kind` (stack name, run id, offering id); else BadKeyPart naming the fix."""
+    """The name if it is a valid `kind`; else BadKeyPart naming the fix."""
     problem = name_problem(kind, value)
     if problem is not None:
         raise BadKeyPart(problem)
@@ -69,7 +65,6 @@ def _segment(what: str, value: str) -> str:
 
 
 def check_stack_name(stack: str) -> str:
-    """The stack name if it is a slug (letters, digits, '.', '_', '-'; no '/', no '..'); else BadKeyPart."""
     return check_name("stack name", stack)
 
 
@@ -79,12 +74,11 @@ def stack_prefix(stack: str) -> str:
 
 
 def stack_of(prefix: str) -> str:
-    """The stack of its prefix `runs/<stack>/` (stack_prefix's inverse)."""
+    """stack_prefix's inverse."""
     return prefix[len(ROOT) : -1]
 
 
 def run_prefix(stack: str, run_id: str) -> str:
-    """`runs/<stack>/<run-id>/`: one run's directory."""
     return f"{stack_prefix(stack)}{_segment('run id', run_id)}/"
 
 
@@ -94,19 +88,15 @@ def result_key(stack: str, run_id: str) -> str:
 
 @dataclass(frozen=True)
 class RunKey:
-    """A key inside some run directory: which stack, which run, which file (`rest`)."""
+    """A key inside some run directory."""
 
     stack: str
     run_id: str
     rest: str
 
     @property
-    def prefix(self) -> str:
-        return run_prefix(self.stack, self.run_id)
-
-    @property
     def name(self) -> str:
-        """The file's name without its write-once version: `result.v1.json` is a `result.json`."""
+        """Without its write-once version: `result.v1.json` is a `result.json`."""
         return version_of(self.rest)[0]
 
     @property
@@ -121,15 +111,14 @@ def stack_prefix_of(key: str) -> str | None:
 
 
 def parse_key(key: str) -> RunKey | None:
-    """The run a key belongs to, or None if it is not inside `runs/<stack>/<run-id>/`."""
+    """The run a key belongs to, or None outside `runs/<stack>/<run-id>/`."""
     m = _KEY.fullmatch(key)
     if not m or m["stack"] in (".", "..") or m["run"] in (".", ".."):
         return None
     return RunKey(m["stack"], m["run"], m["rest"])
 
 
-# Write-once versions: a run never overwrites (its role may only create); a file written again gets a new
-# name and readers take the newest (`newest_versions`): result.json (generation 0, a first attempt),
+# Write-once versions (a run's role may only create), readers take the newest: result.json (a first attempt),
 # result.v1.json (the first resumed attempt), log-tail.v0.12.txt (generation 0, its 12th rewrite).
 _VERSION = re.compile(
     r"(?P<stem>[^/]*?)\.v(?P<generation>[0-9]{1,6})(?:\.(?P<part>[0-9]{1,9}))?(?P<ext>\.[A-Za-z0-9]+)"
@@ -137,7 +126,7 @@ _VERSION = re.compile(
 
 
 def versioned(name: str, generation: int, part: int = 0) -> str:
-    """The name of version (generation, part) of a run file (`checkpoints/state.json`): `name` for (0, 0)."""
+    """The name of version (generation, part) of a run file: `name` itself for (0, 0)."""
     if (generation, part) == (0, 0):
         return name
     folder, slash, base = name.rpartition("/")
@@ -149,7 +138,7 @@ def versioned(name: str, generation: int, part: int = 0) -> str:
 
 
 def version_of(name: str) -> tuple[str, tuple[int, int]]:
-    """(the file's unversioned name, (generation, part)) of a versioned name; (name, (0, 0)) otherwise."""
+    """(unversioned name, (generation, part)); (name, (0, 0)) for an unversioned one."""
     folder, slash, base = name.rpartition("/")
     m = _VERSION.fullmatch(base)
     if m is None:
@@ -175,13 +164,11 @@ def current_only(listing: dict) -> dict:
 
 def next_generation(keys) -> int:
     """The generation a new attempt of a run writes: one above any already in its directory, 0 for a new run."""
-    generations = [version_of(key)[1][0] for key in keys]
-    return max(generations) + 1 if generations else 0
+    return max((version_of(key)[1][0] + 1 for key in keys), default=0)
 
 
-# The results journal (payload.journal): `journal/<stack>/<stamp>-<run-id>`, the writer's UTC clock in fixed
-# width (key order is time order). A collect lists it from its last full listing less JOURNAL_WINDOW_S (clocks
-# differ, uploads take a while) instead of every run of a settled stack; an entry is a hint, never a result.
+# The results journal (payload.spool): `journal/<stack>/<stamp>-<run-id>`, the writer's clock in fixed width (key
+# order is time order), listed by a collect from its last full listing less JOURNAL_WINDOW_S (clocks differ).
 JOURNAL_ROOT = "journal/"
 JOURNAL_WINDOW_S = 300.0
 _JOURNAL_STAMP = "%Y%m%dT%H%M%S.%fZ"  # 23 characters, e.g. 20261126T034512.123456Z
@@ -189,17 +176,14 @@ _JOURNAL_KEY = re.compile(r"journal/(?P<stack>[^/]+)/(?P<stamp>[0-9]{8}T[0-9]{6}
 
 
 def journal_prefix(stack: str) -> str:
-    """`journal/<stack>/`: where the writers of a stack announce its runs."""
     return f"{JOURNAL_ROOT}{_segment('stack name', stack)}/"
 
 
 def journal_stamp(when: float) -> str:
-    """`when` (epoch seconds) as a journal key's stamp: fixed width, so that keys sort by time."""
     return _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).strftime(_JOURNAL_STAMP)
 
 
 def journal_key(stack: str, run_id: str, when: float) -> str:
-    """`journal/<stack>/<stamp>-<run-id>`: the entry announcing that a result of the run landed at `when`."""
     return f"{journal_prefix(stack)}{journal_stamp(when)}-{_segment('run id', run_id)}"
 
 

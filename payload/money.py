@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 
 def plain_usd(value: float | None, missing: str = "unknown") -> str:
@@ -18,8 +19,7 @@ def fmt_usd(value: float | None, digits: int = 4) -> str:
 
 
 def usd_amount(value: float) -> str:
-    """Dollars at a precision that never shows a real cost as zero: cents from
-    one cent up, two significant digits below (a 30 s CPU run costs $0.00083)."""
+    """Dollars that never show a real cost as zero: cents from one cent up, two significant digits below."""
     value = float(value)
     if value == 0 or abs(value) >= 0.01:
         return f"{value:,.2f}"
@@ -27,15 +27,6 @@ def usd_amount(value: float) -> str:
     return f"{value:.{digits}f}"
 
 
-class UsdFormat:
-    """A drop-in for a "{:.2f}" format string in tables: `.format(v)` -> usd_amount(v)."""
-
-    def __init__(self, prefix: str = ""):
-        self.prefix = prefix
-
-    def format(self, value) -> str:
-        return self.prefix + usd_amount(value)
-
-
-USD = UsdFormat()
-USD_SIGN = UsdFormat("$")
+# Drop-ins for a "{:.2f}" format string in tables: `.format(v)` -> usd_amount(v).
+USD = SimpleNamespace(format=usd_amount)
+USD_SIGN = SimpleNamespace(format=lambda value: "$" + usd_amount(value))

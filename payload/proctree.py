@@ -1,10 +1,8 @@
-"""Every process a job started, found and ended: what a process group alone cannot reach.
+"""Every process a job started, found and ended, even one that left its group (``setsid``, a daemon).
 
-A process the job starts can leave its group (``setsid``, a double-forked daemon) and, re-parented to
-init, run (and bill) on. On Linux the payload becomes a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``,
-man 2 prctl), so every process the job ever started stays its descendant; the tree is read from
-``/proc/<pid>/stat`` (field 4 is the parent: man 5 proc) and `terminate` signals every member,
-SIGTERM then SIGKILL, until none is left. Without ``/proc`` only the process group is reached.
+On Linux the payload becomes a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``, man 2 prctl), so every
+process the job started stays its descendant; the tree is read from ``/proc/<pid>/stat`` (field 4 is the
+parent: man 5 proc). Without ``/proc`` only the process group is reached.
 """
 
 from __future__ import annotations
@@ -52,8 +50,7 @@ def parents(table: dict[int, tuple[str, int]] | None = None) -> dict[int, int]:
 
 
 def alive(pid: int) -> bool:
-    """Running: neither gone nor a zombie waiting to be reaped. A process /proc does not show is
-    asked by signal 0: /proc mounted with hidepid hides other users' processes, which still run."""
+    """Neither gone nor a zombie. One /proc does not show is asked by signal 0 (hidepid hides others' processes)."""
     found = _stat(pid)
     if found is None:
         if pid <= 0:  # 0 and below name process groups to os.kill, never one process
@@ -105,17 +102,14 @@ def set_child_subreaper(on: bool = True) -> bool | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         previous = ctypes.c_int(0)
-        if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) != 0:
-            return None
-        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) != 0:
-            return None
-        return bool(previous.value)
+        got = libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) == 0  # 0: success
+        return bool(previous.value) if got and libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0 else None
     except (OSError, AttributeError):
         return None
 
 
 def reap(pids: Iterable[int]) -> None:
-    """Collect the exit status of those `pids` that are our exited children (adopted orphans): no zombies left."""
+    """Reap those `pids` that are our exited children (adopted orphans): no zombies left."""
     for pid in pids:
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)

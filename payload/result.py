@@ -1,7 +1,5 @@
-"""Writes one run's files under ``runs/<stack>/<run-id>/``: ``result.json`` (validated against the schema
-before every write: a result that does not validate is a bug here), ``events.jsonl`` and ``epochs.csv``
-(the seeds' per-epoch log, epochs numbered from 1 across resumed attempts). Failed uploads go to the
-spool; an uploaded result is announced in the results journal (payload.journal).
+"""One run's files under ``runs/<stack>/<run-id>/``: ``result.json`` (validated before every write: one that
+does not validate is a bug here), ``events.jsonl`` and ``epochs.csv`` (epochs numbered across attempts).
 """
 
 from __future__ import annotations
@@ -13,24 +11,15 @@ import json
 from typing import Literal
 
 from payload.events import note
-from payload.journal import announce
 from payload.layout import next_generation, run_prefix, versioned
 from payload.schema import SCHEMA_VERSION, validate_result
+from payload.spool import announce
 
 EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
 
 Status = Literal["completed", "failed", "interrupted"]
 # A final result ends its benchmark on this launch; `interrupted` means a spot restart resumes it.
 FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
-
-
-def epochs_csv(rows: list[dict]) -> bytes:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=EPOCH_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for row in rows:
-        w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in EPOCH_COLUMNS})
-    return buf.getvalue().encode()
 
 
 class RunWriter:
@@ -45,8 +34,7 @@ class RunWriter:
 
     @classmethod
     def resuming(cls, store, stack: str, run_id: str, attempts_before: int) -> RunWriter:
-        """The writer of a resumed attempt: one generation above what the run's directory holds
-        (at least `attempts_before`, should the listing fail)."""
+        """A resumed attempt's writer: one generation above the run's directory (at least `attempts_before`)."""
         prefix = run_prefix(stack, run_id)
         try:
             listed = next_generation(info.key[len(prefix) :] for info in store.list(prefix))
@@ -71,25 +59,24 @@ class RunWriter:
             "checkpoints": self.prefix + "checkpoints/",
         }
 
-    def write_result(self, result: dict) -> bool:
-        """Upload result.json; once it is in the bucket (not spooled), announce it in the journal (a failed
-        entry is said on stderr: the files are uploaded and a full listing makes up for the hint)."""
-        data = json.dumps(result, indent=2, sort_keys=False).encode()
-        validate_result(json.loads(data))  # what is written: a version string of torch's is a str subclass
-        key = self.key("result.json")
-        uploaded = self.store.put_bytes(key, data, "application/json") is not False
-        if uploaded:
-            announce(self.store, key, warn=note)
-        return uploaded
-
     def write_all(self, result: dict, timeline, rows: list[dict]) -> bool:
-        """Epochs and events first, result.json last: its presence means complete."""
+        """Epochs and events first, result.json last: its presence means complete. Once it is in the bucket (not
+        spooled) it is announced in the journal (a failed entry is said on stderr: a full listing makes up for it)."""
+        epochs = io.StringIO()
+        w = csv.DictWriter(epochs, fieldnames=EPOCH_COLUMNS, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows({k: ("" if row.get(k) is None else row[k]) for k in EPOCH_COLUMNS} for row in rows)
         files = (
-            ("epochs.csv", epochs_csv(rows), "text/csv"),
+            ("epochs.csv", epochs.getvalue().encode(), "text/csv"),
             ("events.jsonl", timeline.to_jsonl(), "application/x-ndjson"),
         )
         ok = all([self.store.put_bytes(self.key(name), data, kind) is not False for name, data, kind in files])
-        return self.write_result(result) and ok
+        data = json.dumps(result, indent=2).encode()
+        validate_result(json.loads(data))  # what is written: a version string of torch's is a str subclass
+        if self.store.put_bytes(self.key("result.json"), data, "application/json") is False:
+            return False
+        announce(self.store, self.key("result.json"), warn=note)
+        return ok
 
 
 METRICS = (

@@ -1,10 +1,6 @@
-"""Where results go: the one parser of a results location (s3://, gs://, file:// or a local path).
-
-The payload, the stack configs, the SSH runner, teardown and collect all check and split a user's
-location here, so it is accepted, refused and explained the same way everywhere. Standard library,
-Python 3.8 (the legacy payload image)::
-
-    parse_results_location("s3://my-results/team")  # scheme "s3", bucket "my-results", prefix "team/"
+"""Where results go: the one parser of a results location (s3://, gs://, file:// or a local path), so the
+payload, the stack configs, the SSH runner, teardown and collect accept, refuse and explain it alike.
+Standard library, Python 3.8 (the legacy payload image).
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ class ResultsLocationError(ValueError):
 
 @dataclass(frozen=True)
 class ResultsLocation:
-    """A parsed results location. Buckets: scheme s3/gs with bucket and prefix; files: scheme file with path."""
+    """A parsed results location: a bucket (s3/gs) and prefix, or a file path."""
 
     scheme: str  # "s3", "gs" or "file" (a bare local path is scheme "file" with given_as_path)
     bucket: str  # bucket name; "" for files
@@ -46,19 +42,17 @@ class ResultsLocation:
 
     @property
     def url(self) -> str:
-        """The canonical URL: `s3://bucket/prefix` (no trailing slash), or the file URL or path as given."""
+        """`s3://bucket/prefix` (no trailing slash), or the file URL or path as given."""
         if not self.is_bucket:
             return self.text
         return f"{self.scheme}://{self.bucket}" + (f"/{self.prefix.rstrip('/')}" if self.prefix else "")
 
 
 def _forms(schemes: Sequence[str], other_forms: Sequence[str], neither: bool = True) -> str:
-    """The accepted forms for a message: "neither a bucket URL (s3://..., gs://...) nor a local path"."""
+    """For a message: "neither a bucket URL (s3://..., gs://...) nor a local path"."""
     buckets = [FORMS[s] for s in schemes if s in BUCKET_SCHEMES]
-    forms = ([f"a bucket URL ({', '.join(buckets)})"] if buckets else []) + [
-        FORMS[s] for s in schemes if s not in BUCKET_SCHEMES
-    ]
-    forms += list(other_forms)
+    others = [FORMS[s] for s in schemes if s not in BUCKET_SCHEMES] + list(other_forms)
+    forms = ([f"a bucket URL ({', '.join(buckets)})"] if buckets else []) + others
     if not neither:
         return " or ".join(forms)
     return f"neither {forms[0]} nor {' or '.join(forms[1:])}" if len(forms) > 1 else f"not {forms[0]}"
@@ -123,10 +117,8 @@ def parse_results_location(
     text: str, *, schemes: Sequence[str] = ALL_SCHEMES, other_forms: Sequence[str] = (), bucket_rules: bool = True
 ) -> ResultsLocation:
     """Parse and check a results location without opening it; ResultsLocationError names the value and the fix.
-
-    `schemes`: the forms the caller takes; `other_forms`: those it handled itself ("a stack reference
-    (stack:aws-results)"), so the error lists all that would have worked; `bucket_rules=False` leaves
-    the bucket naming rules to the store."""
+    `schemes`: the forms the caller takes; `other_forms`: those it handled itself, so the error lists all that
+    would have worked; `bucket_rules=False` leaves the bucket naming rules to the store."""
     if not isinstance(text, str) or not text.strip():
         raise ResultsLocationError(f"results location must be a non-empty URL or path, got {text!r}")
     bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
@@ -150,7 +142,7 @@ def parse_results_location(
 
 
 def bucket_name_problem(scheme: str, name: str) -> str | None:
-    """Why ``name`` is not a valid bucket name for ``scheme`` (s3 or gs), or None. The rules:
+    """Why ``name`` is not a valid bucket name for ``scheme``, or None. The rules:
     https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html (S3),
     https://cloud.google.com/storage/docs/buckets#naming (GCS)."""
     return (_s3_bucket_problem if scheme == "s3" else _gcs_bucket_problem)(name)

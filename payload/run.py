@@ -1,10 +1,6 @@
-"""The run orchestrator: one job (a built-in benchmark or a workload) from start to uploaded result.
-
-The lifecycle every run shares: skip a job this deployment already completed; resume state, run id,
-host events and attempt record; the job's work with the suite's watcher and a GPU sampler at hand
-(any exception becomes a `failed` result); the attempt's end, checkpoints, then the run's files
-through the spooling store and the exit code. What differs is the `Job` (payload.builtin.BuiltinJob,
-payload.workloads.job.WorkloadJob).
+"""The run orchestrator: one job from start to uploaded result, the lifecycle every run shares (completed-run
+lookup, resume, run id, attempts, any exception a `failed` result, upload through the spool, exit code). What
+differs is the `Job` (payload.builtin.BuiltinJob, payload.workloads.job.WorkloadJob).
 """
 
 from __future__ import annotations
@@ -17,20 +13,18 @@ from functools import partial
 from typing import Protocol
 
 from payload import exitcodes
-from payload.checkpoint import find_completed, mark_complete
 from payload.config import RunConfig
-from payload.environment import host_facts
 from payload.events import Timeline, note
-from payload.gpu import GpuSampler, nvml_info
-from payload.identity import Identity, make_run_id
-from payload.price import result_offering
+from payload.gpu import GpuSampler, host_facts, nvml_info
+from payload.identity import Identity, PreemptionWatcher, make_run_id
+from payload.layout import newest_versions, stack_prefix, version_of
 from payload.result import RunWriter, new_result
 from payload.spool import SpoolingStore
 from payload.storage import PermanentStorageError
 from payload.timestamps import iso
-from payload.watcher import PreemptionWatcher
 
 RESULT_FILES = ("epochs.csv", "events.jsonl", "result.json")  # every run uploads these
+STATE_NAME = "state.json"  # a checkpoint's state: runs/<stack>/<run-id>/checkpoints/state[.vN.P].json
 
 
 @dataclass
@@ -45,8 +39,7 @@ class SuiteContext:
     price: dict
     warnings: list[str] = field(default_factory=list)
     flush_note: dict | None = None
-    # The host's events (instance_launch, ...) open the billed window of the first run only:
-    # merged into every result, each later run would be billed again from instance launch.
+    # The host's events (instance_launch, ...) open the first run's billed window only, not every run's.
     host_events_claimed: bool = False
 
 
@@ -77,6 +70,67 @@ def hardware(nv: dict, device: str, gpu_count: int, gpus_visible: int | None, de
     }
 
 
+def price_row(cfg: RunConfig) -> tuple[dict, list[str]]:
+    """(result["price"], warnings) from the launcher's options (the payload never reads the catalog; prices drift:
+    store the one used): `hourly_usd` is always on-demand, `spot_hourly_usd` spot, a missing price null."""
+    price = dict.fromkeys(("hourly_usd", "spot_hourly_usd", "source", "as_of", "origin"))
+    if cfg.hourly_usd is None:
+        what = f"offering {cfg.offering!r}" if cfg.offering else "this run"
+        return price, [
+            f"price unknown: the launcher gave no price for {what}; "
+            "set --hourly-usd/GPUBENCH_HOURLY_USD (the catalog's launchers do)"
+        ]
+    key = "spot_hourly_usd" if cfg.market == "spot" else "hourly_usd"
+    price.update({key: float(cfg.hourly_usd), "source": cfg.price_source, "as_of": cfg.price_as_of, "origin": "env"})
+    if cfg.market == "spot" and cfg.on_demand_hourly_usd is not None:
+        price["hourly_usd"] = float(cfg.on_demand_hourly_usd)
+    return price, []
+
+
+def result_offering(cfg, identity) -> dict:
+    """`result["offering"]`: what the instance says about itself (metadata), else what the launcher gave
+    (the provider is the offering id's prefix)."""
+    provider = cfg.offering.split("/", 1)[0] if cfg.offering and "/" in cfg.offering else None
+    return {
+        "id": cfg.offering,
+        "provider": identity.provider or provider,
+        "kind": cfg.offering_kind,
+        "region": identity.region,
+        "zone": identity.zone,
+        "instance_type": identity.instance_type or cfg.instance_type,
+        "instance_id": identity.instance_id,
+        "market": cfg.market,
+    }
+
+
+def _states(store, stack: str, run_prefix: str = ""):
+    """The newest checkpoint state of every run of `stack` whose id starts with `run_prefix`, broken ones left out."""
+    listing = store.list(stack_prefix(stack) + run_prefix)
+    keys = [i.key for i in listing if version_of(i.key)[0].endswith(f"/checkpoints/{STATE_NAME}")]
+    for key in sorted(newest_versions(keys).values()):
+        try:
+            state = json.loads(store.get_bytes(key))
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(state, dict):
+            yield state
+
+
+def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
+    """Newest incomplete checkpoint state of this fingerprint among the runs whose id starts with `run_prefix`
+    (a launch's own: the only ones its instance may write to), or None."""
+    states = (s for s in _states(store, stack, run_prefix) if s.get("fingerprint") == fingerprint)
+    found = [s for s in states if not s.get("complete") and s.get("model_key") and store.exists(s["model_key"])]
+    return max(found, key=lambda s: s.get("saved_at", ""), default=None)
+
+
+def find_completed(store, stack: str, fingerprint: str, deployment: float | None) -> dict | None:
+    """A completed run of this fingerprint in the same deployment (one `pulumi up`, whose deadline every
+    instance it boots shares), so a spot replacement does not pay twice; None without a deadline."""
+    done = (s for s in _states(store, stack) if s.get("fingerprint") == fingerprint and s.get("complete"))
+    return next((s for s in done if s.get("deployment") == deployment), None) if deployment is not None else None
+
+
 @dataclass
 class JobReport:
     """A job's part of result.json; the run adds identity, price, attempts, timeline and warnings."""
@@ -103,8 +157,7 @@ class Job(Protocol):
     def execute(self) -> tuple[str, int]: ...  # (status, exit code); sets run.error on a failure
     def failure(self, exc: Exception) -> tuple[str, int]: ...  # (error text, exit code) of what execute raised
     def end_attempt(self) -> dict: ...  # once an attempt: its facts for the attempt record
-    def settle(self, status: str) -> dict | None: ...  # before the upload: checkpoints done; the state a
-    # completed run leaves (payload.checkpoint.mark_complete), None for none
+    def settle(self, status: str) -> dict | None: ...  # checkpoints done; the state a completed run marks
     def write_extras(self) -> None: ...  # upload extra_files
     def report(self, status: str, nv: dict) -> JobReport: ...  # nv: payload.gpu.nvml_info()
     def epoch_rows(self) -> list[dict]: ...
@@ -128,7 +181,8 @@ class Run:
         self.job = make_job(self)
 
     def execute(self) -> int:
-        done = self._already_done()
+        find = partial(find_completed, self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
+        done = None if self.cfg.no_resume else self.lookup(find, "completed-run lookup failed, running again")
         if done:
             note(
                 f"{self.job.name}: already completed in this deployment (run {done.get('run_id')}); "
@@ -159,12 +213,6 @@ class Run:
         self.timeline.add("interruption_notice", reason=reason)
         self.error = f"interrupted: {reason}{restart}"
 
-    def _already_done(self) -> dict | None:
-        if self.cfg.no_resume:
-            return None
-        find = partial(find_completed, self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
-        return self.lookup(find, "completed-run lookup failed, running again")
-
     def lookup(self, find: Callable[[], dict | None], failed: str) -> dict | None:
         """A bucket lookup that never stops the run: a create-only role (GCP) may not list, so nothing is
         found; a bucket that is down is a warning, `failed` saying what the run does instead."""
@@ -185,10 +233,9 @@ class Run:
         if not ctx.host_events_claimed:
             ctx.host_events_claimed = True
             self.warnings += self.timeline.merge_host_events(self.cfg.host_events)
-        if resume:  # a new generation of every file: the previous attempt's stay as they were
-            self.writer = RunWriter.resuming(ctx.store, self.cfg.stack, self.run_id, len(self.attempts))
-        else:
-            self.writer = RunWriter(ctx.store, self.cfg.stack, self.run_id)
+        # resumed: a new generation of every file, the previous attempt's stay as they were
+        writer = partial(RunWriter.resuming, attempts_before=len(self.attempts)) if resume else RunWriter
+        self.writer = writer(ctx.store, self.cfg.stack, self.run_id)
         self.attempt = {
             "attempt": self.timeline.attempt,
             "instance_id": ident.instance_id,
@@ -237,8 +284,11 @@ class Run:
     def _finish(self, status: str, code: int) -> int:
         store = self.ctx.store
         state = self.job.settle(status)
-        if status == "completed" and state is not None:
-            mark_complete(store, self.writer, state)
+        if status == "completed" and state is not None:  # nothing resumes it, a spot replacement skips it
+            state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
+            store.put_bytes(
+                self.writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json"
+            )
         self.timeline.add("upload", files=[*self.job.extra_files, *RESULT_FILES])
         before = len(store.spooled)
         self.job.write_extras()

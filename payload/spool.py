@@ -1,13 +1,13 @@
-"""Local spool: where results wait when the bucket stays down.
+"""Delivery: the local spool where results wait while the bucket is down, and the results journal.
 
-An object the store would not take after its retries is written here with its destination (URL and
-key) and tags; ``flush`` (``python -m payload flush``, and the start of every run) re-sends them oldest
-first and deletes each only once uploaded, then announces a delivered result in the journal. One
-``<id>.json`` (metadata) + ``<id>.bin`` pair per object, the id a hash of URL and key. Directory:
-GPUBENCH_SPOOL, else the user cache (payload.userdirs). When the spool cannot be written, the first
-writable fallback (``$TMPDIR/gpubench-fallback/``, ``./gpubench-fallback/``; flush it with
-``--spool``; the run exits STRANDED) takes it, else a text object is printed to stderr between
-``[gpubench] LOST-FILE`` markers.
+An object the store would not take after its retries waits here (``<id>.json`` metadata + ``<id>.bin``) for
+``flush`` (``python -m payload flush``, and the start of every run), which deletes it once uploaded. When the
+spool cannot be written, the first writable fallback (``$TMPDIR/gpubench-fallback/``, ``./gpubench-fallback/``;
+the run exits STRANDED) takes it, else a text object is printed to stderr between LOST-FILE markers.
+
+The journal: once a result file is in the bucket, its writer creates the empty object
+``journal/<stack>/<stamp>-<run-id>`` with its own clock, so a collect lists a settled stack's journal instead
+of every run. An entry is never spooled (it would carry a stale stamp) and never fails a run: it is a hint.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from payload.events import note
-from payload.journal import announce
+from payload.layout import JOURNAL_WINDOW_S, BadKeyPart, journal_key, parse_key
 from payload.storage import AlreadyExists, StorageError, Store, open_store
 from payload.userdirs import user_path
 
@@ -32,11 +34,6 @@ LAST_RESORT_LIMIT = 4 * 1024 * 1024  # larger objects (model checkpoints) are no
 
 class SpoolError(OSError):
     """Neither the spool nor any fallback directory could be written."""
-
-
-def fallback_dirs() -> list[Path]:
-    """Where an object goes when the spool cannot be written, in order."""
-    return [Path(tempfile.gettempdir()) / FALLBACK_DIRNAME, Path.cwd() / FALLBACK_DIRNAME]
 
 
 def default_spool_dir() -> Path:
@@ -59,7 +56,9 @@ class Spool:
 
     def __init__(self, directory: Path | str | None = None, fallbacks: list[Path] | None = None):
         self.dir = Path(directory) if directory else default_spool_dir()
-        self.fallbacks = fallback_dirs() if fallbacks is None else [Path(f) for f in fallbacks]
+        if fallbacks is None:  # where an object goes when the spool cannot be written, in order
+            fallbacks = [Path(tempfile.gettempdir()) / FALLBACK_DIRNAME, Path.cwd() / FALLBACK_DIRNAME]
+        self.fallbacks = [Path(f) for f in fallbacks]
         self.used_fallbacks: list[Path] = []  # where objects went because the spool refused them
 
     def add(self, url: str, key: str, data: bytes, content_type: str | None, reason: str = "", tags=None) -> Path:
@@ -110,10 +109,9 @@ class Spool:
                 report.failed[dest] = f"not tried, bucket still down: {down[item['url']]}"
                 continue
             try:
-                store = stores.get(item["url"]) or open_store(
-                    item["url"], retries=retries, backoff=backoff, write_once=True
-                )
-                stores[item["url"]] = store
+                if item["url"] not in stores:
+                    stores[item["url"]] = open_store(item["url"], retries=retries, backoff=backoff, write_once=True)
+                store = stores[item["url"]]
                 data = (self.dir / f"{item['id']}.bin").read_bytes()
                 store.put_bytes(item["key"], data, item.get("content_type"), tags=item.get("tags") or None)
             except AlreadyExists:
@@ -130,14 +128,11 @@ class Spool:
 
 def _write_item(directory: Path, item: str, data: bytes, meta: dict) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    bin_path, meta_path = directory / f"{item}.bin", directory / f"{item}.json"
-    tmp = bin_path.with_suffix(".bin.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, bin_path)
-    tmp = meta_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta))
-    os.replace(tmp, meta_path)  # metadata last: an item is complete when it has one
-    return bin_path
+    for suffix, blob in ((".bin", data), (".json", json.dumps(meta).encode())):  # metadata last: then complete
+        tmp = directory / f"{item}{suffix}.tmp"
+        tmp.write_bytes(blob)
+        os.replace(tmp, directory / f"{item}{suffix}")
+    return directory / f"{item}.bin"
 
 
 class SpoolingStore:
@@ -151,7 +146,7 @@ class SpoolingStore:
         self.lost: list[str] = []
 
     def put_bytes(self, key: str, data: bytes, content_type: str | None = None, tags=None) -> bool:
-        """Upload; return False (and spool, with the tags) when the bucket is unreachable."""
+        """Upload; False (and spooled, with the tags) when the bucket is unreachable."""
         try:
             self.store.put_bytes(key, data, content_type, tags=tags)
             return True
@@ -190,3 +185,36 @@ class SpoolingStore:
 
     def __getattr__(self, name):  # get_bytes, list, exists, url_for, delete
         return getattr(self.store, name)
+
+
+def _put_entry(store: Store, stack: str, run_id: str, clock: Callable[[], float]) -> None:
+    """One entry (no body: the key is the message) stamped just before its put; a put that took half the journal
+    window or more (its retries waited) is followed by one stamped afresh, which a collect's next read sees."""
+    stamp = clock()
+    store.put_bytes(journal_key(stack, run_id, stamp), b"", "application/octet-stream")
+    if clock() - stamp >= JOURNAL_WINDOW_S / 2:
+        store.put_bytes(journal_key(stack, run_id, clock()), b"", "application/octet-stream")
+
+
+def announce(
+    store, key: str, warn: Callable[[str], None] | None = None, clock: Callable[[], float] = time.time
+) -> bool:
+    """Announce the upload of `key` in its stack's journal if it is a result file, after its upload succeeded
+    (an entry never precedes its result), in the bucket itself (never spooled). False when an entry was due
+    and could not be written, after telling `warn` why. A name already taken (the same run in the same
+    microsecond) is retried once with a new stamp."""
+    run_key = parse_key(key)
+    if run_key is None or not run_key.is_result:
+        return True
+    bucket = store.store if isinstance(store, SpoolingStore) else store
+    entry = partial(_put_entry, bucket, run_key.stack, run_key.run_id, clock)
+    try:
+        try:
+            entry()
+        except AlreadyExists:
+            entry()
+    except (StorageError, BadKeyPart) as exc:
+        if warn is not None:
+            warn(f"{key} landed but its journal entry was not written (a collect finds it by a full listing): {exc}")
+        return False
+    return True

@@ -1,8 +1,5 @@
-"""When is a probe's throughput steady, and what is it? (docs/bench-method.md, section 2)
-
-From (elapsed seconds, cumulative samples) readings: equal time cells, the MSER-5 warm-up cut,
-batch means with a Student-t 95% interval, the checks that the rate held as the window grew, and
-the pauses (evaluation, checkpoints) taken out first. Standard library only and linear in the
+"""When is a probe's throughput steady, and what is it? (docs/bench-method.md, section 2): MSER-5 warm-up cut,
+batch means with a Student-t 95% interval, pauses taken out first. Standard library only and linear in the
 points: the payload runs it on the instance after every metrics line.
 """
 
@@ -27,12 +24,9 @@ GAP_NEIGHBOURS = 5  # intervals on each side that say what is typical around one
 
 @dataclass(frozen=True)
 class Steady:
-    """A probe's steady throughput and how sure we are of it.
-
-    `warmup_seconds`/`warmup_samples`: what MSER-5 cut (the samples cumulative, so a whole job can
-    charge its warm-up as measured); `windows`: the batches of the interval; `latest_third`: the rate
-    over the last third of the steady window; `drift`: a fitted line's change across the window, over
-    the rate; `unsteady`: why `steady` is False."""
+    """A probe's steady throughput and how sure we are of it. `warmup_*`: what MSER-5 cut; `windows`: the
+    interval's batches; `latest_third`: the rate over the window's last third; `drift`: a fitted line's
+    change across the window, over the rate; `unsteady`: why `steady` is False."""
 
     samples_per_second: float
     low: float
@@ -47,13 +41,13 @@ class Steady:
     unsteady: str | None = None
 
     def to_dict(self) -> dict:
-        """JSON-ready: a non-finite figure (no progress at all) becomes None."""
+        """JSON-ready: a non-finite figure (no progress at all) is None."""
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
 def mser5_cut(values: Sequence[float]) -> int:
-    """Observations to drop as warm-up (a multiple of 5; 0 with fewer than two batches). The smallest cut
-    within rounding of the minimum wins, so a flat series is never cut."""
+    """Observations to drop as warm-up (a multiple of 5); the smallest cut within rounding of the minimum wins,
+    so a flat series is never cut."""
     k = len(values) // MSER_BATCH
     if k < 2:
         return 0
@@ -139,8 +133,8 @@ def _cornish_fisher(x: float, df: int) -> float:
 
 
 def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min_windows: int = 5) -> Steady | None:
-    """The steady samples/second of (elapsed, cumulative samples) readings, None with fewer than three:
-    steady when the 95% interval's half-width is at most `target` of the rate, on `min_windows` windows."""
+    """The steady samples/second of (elapsed, cumulative samples) readings (None with fewer than three): steady
+    when the 95% interval's half-width is at most `target` of the rate, on `min_windows` windows."""
     if not (isinstance(target, (int, float)) and math.isfinite(target) and target > 0):
         raise ValueError(f"target relative half-width must be a positive number (e.g. 0.03), got {target!r}")
     if isinstance(min_windows, bool) or not isinstance(min_windows, int) or min_windows < 2:
@@ -154,7 +148,12 @@ def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min
     windows = min(kept, max(min_windows, min(math.isqrt(kept), MAX_WINDOWS)))
     start = times[0] + cut * ((times[-1] - times[0]) / cells)
     window_rates = _window_rates(times, samples, start, times[-1], windows)
-    steady = _summarise(window_rates, warmup_seconds=start - times[0], target=target, min_windows=min_windows)
+    mean = math.fsum(window_rates) / windows  # batch means and their Student-t interval
+    var = math.fsum((r - mean) ** 2 for r in window_rates) / (windows - 1)
+    half = t_quantile(0.5 + CONFIDENCE / 2, windows - 1) * math.sqrt(var / windows)
+    rel = half / mean if mean > 0 else math.inf
+    ok = windows >= min_windows and rel <= target
+    steady = Steady(mean, max(0.0, mean - half), mean + half, rel, start - times[0], windows, ok)
     third = start + (times[-1] - start) * 2 / 3
     warmup, at_third, end = _interpolate(times, samples, [start, third, times[-1]])
     latest = (end - at_third) / (times[-1] - third)
@@ -162,9 +161,8 @@ def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min
 
 
 def _held(steady: Steady, window_rates: list[float], target: float) -> Steady:
-    """Has the rate also held as the window grew? The latest third against the whole (standard error
-    sqrt(2) s / sqrt(b)) and the slope of a line through the windows' rates (t, b - 2 df), each failing
-    only when significant at 95 % and material (above `target`, resp. DRIFT_SHARE of it)."""
+    """Has the rate held as the window grew? The latest third against the whole (standard error sqrt(2/b) s) and
+    a line's slope through the windows' rates (t, b - 2 df), each failing when significant at 95% and material."""
     n, mean = len(window_rates), steady.samples_per_second
     if mean <= 0 or n < 3:
         return replace(steady, drift=None, unsteady=None if steady.steady else _why_wide(steady, target))
@@ -195,7 +193,6 @@ def _why_wide(steady: Steady, target: float) -> str:
 
 
 def _checked_points(points: Sequence[tuple[float, float]]) -> tuple[list[float], list[float]]:
-    """Validate the readings: finite, non-negative, time strictly rising, samples never falling."""
     times: list[float] = []
     samples: list[float] = []
     for i, point in enumerate(points):
@@ -221,7 +218,7 @@ def _checked_points(points: Sequence[tuple[float, float]]) -> tuple[list[float],
 
 
 def _interpolate(times: list[float], samples: list[float], at: list[float]) -> list[float]:
-    """Cumulative samples at the rising times `at` (inside the readings), linear between readings."""
+    """Cumulative samples at the rising times `at`, linear between readings."""
     out: list[float] = []
     j = 0
     for t in at:
@@ -234,29 +231,10 @@ def _interpolate(times: list[float], samples: list[float], at: list[float]) -> l
 
 
 def _window_rates(times: list[float], samples: list[float], start: float, end: float, windows: int) -> list[float]:
-    """samples/seconds in each of `windows` equal windows over [start, end]."""
     span = (end - start) / windows
     edges = [start + i * span for i in range(windows)] + [end]
     cumulative = _interpolate(times, samples, edges)
     return [(cumulative[i + 1] - cumulative[i]) / span for i in range(windows)]
-
-
-def _summarise(window_rates: list[float], *, warmup_seconds: float, target: float, min_windows: int) -> Steady:
-    """Batch-means rate and its Student-t interval."""
-    n = len(window_rates)
-    mean = math.fsum(window_rates) / n
-    var = math.fsum((r - mean) ** 2 for r in window_rates) / (n - 1)
-    half = t_quantile(0.5 + CONFIDENCE / 2, n - 1) * math.sqrt(var / n)
-    rel = half / mean if mean > 0 else math.inf
-    return Steady(
-        samples_per_second=mean,
-        low=max(0.0, mean - half),
-        high=mean + half,
-        rel_halfwidth=rel,
-        warmup_seconds=warmup_seconds,
-        windows=n,
-        steady=n >= min_windows and rel <= target,
-    )
 
 
 @dataclass(frozen=True)
@@ -272,8 +250,8 @@ class Gap:
 
 
 def find_gaps(points: Sequence[tuple[float, float]]) -> list[Gap]:
-    """The pauses among (elapsed, cumulative samples) readings, in time order: isolated long intervals
-    (`_long`), each worth its length less its samples at the rate of its calm neighbours."""
+    """The pauses among the readings: long intervals (`_long`), each worth its length less its samples at the
+    rate of its calm neighbours."""
     times, samples = [float(p[0]) for p in points], [float(p[1]) for p in points]  # the probe's, checked on entry
     dts = [b - a for a, b in zip(times, times[1:])]
     dss = [b - a for a, b in zip(samples, samples[1:])]

@@ -1,14 +1,10 @@
-"""Results storage: one small interface over file://, s3:// and gs:// (contract: docs/CONTRACTS.md).
-
-Shared by the payload (writes results) and analysis (collects them); a cloud SDK is imported when a
-store of its kind is opened. Keys are relative to the URL's prefix and use ``/``. Endpoints follow
-the SDKs: AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, and STORAGE_EMULATOR_HOST for GCS (then anonymous:
-an emulator has no IAM). Retries: retry_settings, backoff capped at 30 s.
+"""Results storage: one small interface over file://, s3:// and gs:// (contract: docs/CONTRACTS.md), shared by
+the payload and analysis. Endpoints as the SDKs read them: AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, and
+STORAGE_EMULATOR_HOST for GCS (then anonymous: an emulator has no IAM).
 """
 
 from __future__ import annotations
 
-import abc
 import datetime as _dt
 import hashlib
 import os
@@ -73,7 +69,7 @@ class ObjectNotFound(StorageError, KeyError):
 
 @dataclass(frozen=True)
 class ObjectInfo:
-    """One listed object. ``updated`` is timezone-aware UTC when known."""
+    """One listed object; ``updated`` is aware UTC when known."""
 
     key: str
     size: int
@@ -86,11 +82,10 @@ BACKOFF_ENV = ("GPUBENCH_STORAGE_BACKOFF", 1.0, float, "a number")
 
 
 def _env_number(name: str, default: T, cast: Callable[[str], T], what: str) -> T:
-    raw = os.environ.get(name, "")
     try:
-        return cast(raw) if raw else default
+        return cast(os.environ[name]) if os.environ.get(name) else default
     except ValueError:
-        raise StorageError(f"{name}={raw!r} is not {what}") from None
+        raise StorageError(f"{name}={os.environ[name]!r} is not {what}") from None
 
 
 def retry_settings() -> tuple[int, float]:
@@ -131,17 +126,13 @@ def _join(prefix: str, key: str) -> str:
     return f"{prefix.rstrip('/')}/{key}" if key else prefix.rstrip("/")
 
 
-class Store(abc.ABC):
-    """Common interface: the public methods add retries and errors to the ``_`` primitives (one attempt each)."""
-
-    scheme = ""
+class Store:
+    """The public methods add retries and errors to a subclass's primitives `_put`, `_get`, `_list` (ObjectInfo
+    under a prefix) and `_delete`, one attempt each."""
 
     def __init__(self, url: str, retries: int | None = None, backoff: float | None = None, write_once: bool = False):
-        self.url = url
-        self.retries = retries
-        self.backoff = backoff
-        # Every upload creates its key or fails with AlreadyExists: what the payload's cloud roles allow,
-        # so the payload's own writes are made the same way everywhere.
+        self.url, self.retries, self.backoff = url, retries, backoff
+        # Every upload creates its key or fails with AlreadyExists: all the payload's cloud roles allow.
         self.write_once = write_once
 
     def put_bytes(
@@ -149,7 +140,6 @@ class Store(abc.ABC):
     ) -> None:
         """Upload with retries. `tags` become S3 object tags (the lifecycle expires gpubench:kind=checkpoint);
         a key a write-once retry finds taken is the earlier attempt's upload whose answer was lost: done."""
-        _check_key(key)
         tries = 0
 
         def attempt() -> None:
@@ -161,11 +151,15 @@ class Store(abc.ABC):
                 if tries == 1:
                     raise
 
-        with_retries(f"upload {self.url_for(key)}", attempt, self.retries, self.backoff)
+        self._retry("upload", key, attempt)
 
     def get_bytes(self, key: str) -> bytes:
-        _check_key(key)
-        return with_retries(f"download {self.url_for(key)}", lambda: self._get(key), self.retries, self.backoff)
+        return self._retry("download", key, lambda: self._get(key))
+
+    def _retry(self, what: str, key: str, call: Callable[[], T]) -> T:
+        if not isinstance(key, str) or ".." in key.split("/"):
+            raise StorageError(f"invalid object key {key!r}: must be a relative path without '..'")
+        return with_retries(f"{what} {self.url_for(key)}", call, self.retries, self.backoff)
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return iter(
@@ -173,7 +167,6 @@ class Store(abc.ABC):
         )
 
     def exists(self, key: str) -> bool:
-        _check_key(key)
         try:
             self.get_bytes(key)
         except ObjectNotFound:
@@ -185,34 +178,14 @@ class Store(abc.ABC):
 
     def delete(self, key: str) -> None:
         """Remove one object (missing is fine); never the payload's (its roles may only create)."""
-        _check_key(key)
-        with_retries(f"delete {self.url_for(key)}", lambda: self._delete(key), self.retries, self.backoff)
+        self._retry("delete", key, lambda: self._delete(key))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    @abc.abstractmethod
-    def _put(self, key: str, data: bytes, content_type: str | None, tags: Mapping[str, str] | None) -> None: ...
-
-    @abc.abstractmethod
-    def _get(self, key: str) -> bytes: ...
-
-    @abc.abstractmethod
-    def _list(self, prefix: str) -> Iterator[ObjectInfo]: ...
-
-    @abc.abstractmethod
-    def _delete(self, key: str) -> None: ...
-
-
-def _check_key(key: str) -> None:
-    if not isinstance(key, str) or ".." in key.split("/"):
-        raise StorageError(f"invalid object key {key!r}: must be a relative path without '..'")
-
 
 class FileStore(Store):
     """A directory on a local or mounted file system (demo, on-prem, tests)."""
-
-    scheme = "file"
 
     def __init__(self, url: str, root: Path, **kw):
         super().__init__(url, **kw)
@@ -237,9 +210,8 @@ class FileStore(Store):
             tmp.unlink(missing_ok=True)
 
     def _get(self, key):
-        path = self._path(key)
         try:
-            return path.read_bytes()
+            return self._path(key).read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
 
@@ -314,8 +286,6 @@ class _BucketStore(Store):
 class S3Store(_BucketStore):
     """Amazon S3 (or any S3 API, e.g. a moto server) through boto3."""
 
-    scheme = "s3"
-
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
         super().__init__(url, bucket, prefix, **kw)
         import boto3  # heavy optional: the payload extra, for s3:// only
@@ -351,8 +321,6 @@ class S3Store(_BucketStore):
 
 class GCSStore(_BucketStore):
     """Google Cloud Storage (or gcp-storage-emulator) through google-cloud-storage."""
-
-    scheme = "gs"
 
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
         super().__init__(url, bucket, prefix, **kw)

@@ -1,11 +1,8 @@
 """What reaches a terminal: text from a bucket, a job or a manifest never carries control characters.
 
-Printed raw, an escape sequence could clear the screen, retitle the window, set the clipboard (OSC 52)
-or reorder what is shown (bidi overrides). `terminal_text` makes C0 and C1 controls, DEL, lone
-surrogates, Unicode line separators and bidi controls visible escapes (`\\x1b`, `\\u202e`); multi-line
-text keeps newlines and tabs (a carriage return ends the line), a single-line field escapes them too.
-`safe_terminal()` puts every write of stdout and stderr through it for a command (the `gpubench` and
-`python -m infra` entry points); only the progress bar writes underneath (`raw_stream`).
+Printed raw, an escape sequence could clear the screen, retitle the window, set the clipboard (OSC 52) or
+reorder what is shown (bidi overrides): `terminal_text` makes C0 and C1 controls, DEL, lone surrogates, line
+separators and bidi controls visible escapes; `safe_terminal()` puts every write of a command through it.
 """
 
 from __future__ import annotations
@@ -19,21 +16,8 @@ from typing import Any, TextIO
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 LINE_SEPARATORS = "\u2028\u2029"
 NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _escape(code: int) -> str:
-    char = chr(code)
-    if char in NAMED:
-        return NAMED[char]
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def _table() -> dict[int, str]:
-    codes = [*range(0x20), 0x7F, *range(0x80, 0xA0), *map(ord, BIDI + LINE_SEPARATORS), *range(0xD800, 0xE000)]
-    return {code: _escape(code) for code in codes}
-
-
-SINGLE_LINE = _table()
+_CONTROLS = [*range(0x20), 0x7F, *range(0x80, 0xA0), *map(ord, BIDI + LINE_SEPARATORS), *range(0xD800, 0xE000)]
+SINGLE_LINE = {c: NAMED.get(chr(c)) or (f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}") for c in _CONTROLS}
 MULTI_LINE = {**SINGLE_LINE, ord("\t"): "\t", ord("\n"): "\n", ord("\r"): "\n"}
 
 
@@ -47,7 +31,7 @@ def terminal_text(text: Any, multiline: bool = True) -> str:
 
 
 class SafeStream:
-    """A text stream whose every write passes `terminal_text` (multi-line); everything else is the stream's."""
+    """A text stream whose every write passes `terminal_text`."""
 
     def __init__(self, stream: TextIO):
         self.raw = stream

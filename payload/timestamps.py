@@ -1,7 +1,5 @@
-"""UTC timestamps as every result, manifest and record writes them: ISO 8601 with
-milliseconds and a Z (`iso`), read back by `parse_time`; `stamp` is the compact
-form ids and folder names use. The lowest layer holds them so payload, infra and
-analysis write one format.
+"""UTC timestamps as every layer writes them: ISO 8601 with milliseconds and a Z (`iso`), read back by
+`parse_time`; `stamp` is the compact form ids and folder names use.
 """
 
 from __future__ import annotations
@@ -15,10 +13,8 @@ def utcnow() -> datetime:
 
 
 def _utc(moment: datetime | float | None) -> datetime:
-    if moment is None:
-        moment = time.time()
     if not isinstance(moment, datetime):
-        return datetime.fromtimestamp(moment, tz=timezone.utc)
+        return datetime.fromtimestamp(time.time() if moment is None else moment, tz=timezone.utc)
     return moment if moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
 
 
@@ -40,7 +36,7 @@ def stamp(moment: datetime | float | None = None) -> str:
 
 
 def parse_time(text: str | None) -> datetime | None:
-    """Aware UTC datetime of an ISO 8601 text; one without an offset is UTC; None for none."""
+    """Aware UTC datetime of an ISO 8601 text (no offset: UTC); None for none."""
     return _parse(text) if text else None
 
 

@@ -1,10 +1,7 @@
 """The framework side of a built-in run: devices, strategy, precision, input pipeline, the harness callback.
 
-Every visible GPU (or ``--gpus N``) with memory growth on, so NVML's peak is what the model used;
-``--expect-gpu`` without one fails before any data (tensorflow/benchmarks #497: a container that
-silently trained on the CPU). ``--backend`` sets KERAS_BACKEND before keras is imported; tf.data feeds
-every backend. Several GPUs: tensorflow MirroredStrategy (``--all-reduce``), jax DataParallel, torch
-refused (released Keras <= 3.15 has no torch distribution). The per-GPU batch is constant.
+GPUs get memory growth, so NVML's peak is what the model used; ``--expect-gpu`` without one fails before any
+data (tensorflow/benchmarks #497: a container that silently trained on the CPU); tf.data feeds every backend.
 """
 
 from __future__ import annotations
@@ -30,8 +27,12 @@ ALL_REDUCE_OPS = {
 }
 
 
+# epochs.csv column -> the Keras log key it reads
+LOG_COLUMNS = {"loss": "loss", "acc": "accuracy", "val_loss": "val_loss", "val_acc": "val_accuracy"}
+
+
 class NoGpuError(RuntimeError):
-    """--expect-gpu, but TensorFlow sees no GPU."""
+    """--expect-gpu, but the framework sees no GPU."""
 
 
 class DeviceError(RuntimeError):
@@ -50,7 +51,6 @@ class Devices:
     gpus_used: int
     all_reduce: str | None
     gpu_details: dict = field(default_factory=dict)
-    backend: str = "tensorflow"
 
     @property
     def device(self) -> str:
@@ -62,8 +62,7 @@ class Devices:
 
 
 class KerasDistribution:
-    """The jax/torch stand-in for a tf.distribute strategy: a scope, a replica count and, on several
-    devices, the keras.distribution.DataParallel set globally."""
+    """The jax/torch stand-in for a tf.distribute strategy (on several devices, a global DataParallel)."""
 
     def __init__(self, name: str, replicas: int, distribution=None):
         self.name = name
@@ -87,9 +86,8 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
         return
     os.environ["KERAS_BACKEND"] = backend
     if backend == "tensorflow" and "jax" not in sys.modules and "tensorflow" not in sys.modules:
-        # TensorFlow's tf.lite tries `from jax import jit` at import when jax is installed: a
-        # few hundred modules and seconds of start-up the tensorflow backend never uses. Blocked
-        # only while TensorFlow imports, so a later `import jax` in this process still works.
+        # TensorFlow's tf.lite tries `from jax import jit` at import when jax is installed: seconds of start-up
+        # the tensorflow backend never uses. Blocked only while TensorFlow imports: a later `import jax` works.
         sys.modules["jax"] = None
         try:
             with contextlib.suppress(ImportError):  # not installed here: the benchmark's own import says so
@@ -104,7 +102,6 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
 
 
 def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl"):
-    """(strategy, all_reduce name) for the device situation."""
     if gpus_used > 1:
         devices = [f"/gpu:{i}" for i in range(gpus_used)]
         ops = getattr(tf.distribute, ALL_REDUCE_OPS[all_reduce])()
@@ -123,7 +120,7 @@ def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl
 def setup_devices(
     gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1, backend: str = "tensorflow", all_reduce: str = "nccl"
 ) -> Devices:
-    """Configure the backend's devices once per process; raise NoGpuError/DeviceError."""
+    """Configure the backend's devices once per process."""
     select_backend(backend, cpu_replicas)
     key = (backend, gpus, cpu_replicas, all_reduce)
     if key not in _DEVICES_CACHE:
@@ -141,7 +138,7 @@ def _hide_gpus_from_tf() -> None:
 
 
 def _used(gpus: int | None, visible: int, expect_gpu: bool, framework: str, probe: str) -> int:
-    """The GPUs to use of those `framework` sees (`probe` says how it looked)."""
+    """The GPUs to use of those `framework` sees (`probe`: how it looked)."""
     if expect_gpu and not visible:
         raise NoGpuError(
             f"--expect-gpu is set but {framework} sees no GPU ({probe}): check the NVIDIA driver, the container "
@@ -173,7 +170,7 @@ def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_redu
     else:
         strategy = KerasDistribution(f"OneDevice{device_type}", 1)
     details = {"device_name": getattr(physical[0], "device_kind", None)} if used else {}
-    return Devices(strategy, strategy.num_replicas_in_sync, visible, used, None, details, backend="jax")
+    return Devices(strategy, strategy.num_replicas_in_sync, visible, used, None, details)
 
 
 def _refuse_torch_on_several(devices: int) -> None:
@@ -198,7 +195,7 @@ def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_re
         cc = torch.cuda.get_device_capability(0)
         details = {"device_name": torch.cuda.get_device_name(0), "compute_capability": cc}
     strategy = KerasDistribution("OneDeviceGPU" if used else "OneDeviceCPU", 1)
-    return Devices(strategy, 1, visible, used, None, details, backend="torch")
+    return Devices(strategy, 1, visible, used, None, details)
 
 
 def _tf_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduce: str) -> Devices:
@@ -229,7 +226,7 @@ _DEVICE_MAKERS = {"tensorflow": _tf_devices, "jax": _jax_devices, "torch": _torc
 
 @contextlib.contextmanager
 def precision_policy(precision: str):
-    """Set the Keras global dtype policy for `precision` (fp32, mixed), restore it after."""
+    """The Keras global dtype policy for `precision` (fp32, mixed) within."""
     policies = frameworks.keras().mixed_precision
     old = policies.global_policy().name
     policies.set_global_policy({"fp32": "float32", "mixed": "mixed_float16"}[precision])
@@ -259,7 +256,7 @@ def fit_plan(kind: str, params: dict, epochs_done: int, steps_done: int, chunk: 
 
 
 def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | None):
-    """tf.data pipelines: shuffled full batches for training, batched held-out data."""
+    """tf.data pipelines: shuffled full batches (exact samples/s) for training, batched held-out data."""
     tf = frameworks.tensorflow()
     if data.repeat_single_batch:
         return tf.data.Dataset.from_tensors((data.x_train, data.y_train)).repeat(), None
@@ -272,7 +269,7 @@ def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | Non
     train = train.shuffle(min(data.train_samples, 50_000), seed=seed, reshuffle_each_iteration=True)
     if steps_per_epoch:
         train = train.repeat()
-    train = train.batch(global_batch, drop_remainder=True)  # full batches: exact samples/s
+    train = train.batch(global_batch, drop_remainder=True)
     val = None
     if data.x_val is not None and len(data.x_val):
         val = tf.data.Dataset.from_tensor_slices((data.x_val, data.y_val)).batch(global_batch)
@@ -292,7 +289,7 @@ def finite(value) -> float | None:
 
 
 def make_callback_class():
-    """Build the callback class lazily (keras must not load at import time)."""
+    """The callback class, built when keras may load."""
 
     class HarnessCallback(frameworks.keras().callbacks.Callback):
         """Timing, epoch rows, MLLOG and stop checks with minimal per-step work."""
@@ -308,7 +305,6 @@ def make_callback_class():
             self.step_times: list[float] = []
             self.steps = 0
             self.rows: list[dict] = []
-            self.last_logs: dict = {}
             self._t_last = self._t_epoch = 0.0
 
         def on_epoch_begin(self, epoch, logs=None):
@@ -317,9 +313,8 @@ def make_callback_class():
             self._t_last = None
 
         def on_train_batch_begin(self, batch, logs=None):
-            # Only *begin* is hooked: overriding on_train_batch_end would make
-            # Keras convert the logs to Python floats after every step (a
-            # device sync) and turn off its async callback dispatch.
+            # Only *begin* is hooked: overriding on_train_batch_end would make Keras convert the logs to Python
+            # floats after every step (a device sync) and turn off its async callback dispatch.
             now = time.perf_counter()
             if self._t_last is not None:
                 self.step_times.append(now - self._t_last)  # duration of the previous step
@@ -336,16 +331,8 @@ def make_callback_class():
             if self.time_last_step and self._t_last is not None:
                 self.step_times.append(now - self._t_last)
             logs = logs or {}
-            self.last_logs = dict(logs)
             n = self.epoch_offset + len(self.rows) + 1
-            row = {
-                "epoch": n,
-                "elapsed": round(elapsed, 4),
-                "loss": finite(logs.get("loss")),
-                "acc": finite(logs.get("accuracy")),
-                "val_loss": finite(logs.get("val_loss")),
-                "val_acc": finite(logs.get("val_accuracy")),
-            }
+            row = {"epoch": n, "elapsed": round(elapsed, 4), **{c: finite(logs.get(k)) for c, k in LOG_COLUMNS.items()}}
             self.rows.append(row)
             mllog("epoch_stop", metadata={"epoch_num": n})
             if row["val_acc"] is not None:

@@ -18,7 +18,7 @@ _PLACES = {
 
 
 def user_dir(kind: str) -> Path:
-    """The per-user folder of `kind` ("cache", "config", "state"), absolute."""
+    """The per-user folder of `kind`, absolute."""
     own, xdg, base, folder = _PLACES[kind]
     if os.environ.get(own):
         return Path(os.environ[own]).expanduser().absolute()

@@ -1,9 +1,8 @@
 """The one reader of YAML a user writes (task files, stack files, schedules, Pulumi.yaml): bounded.
 
-A few hundred bytes can expand to gigabytes through aliases (`&a [*b, *b, ...]` a level) or nest past
-the parser's stack. PyYAML shares an alias's node, so reading is bounded; what explodes is whatever
-walks the value afterwards. This reader refuses a document over MAX_NODES expanded nodes, one that
-refers to itself, or a file over MAX_BYTES, before anything walks it; errors quote a short prefix.
+A few hundred bytes can expand to gigabytes through aliases, which whatever walks the value afterwards pays:
+this reader refuses a document over MAX_NODES expanded nodes, one that refers to itself, or a file over
+MAX_BYTES, before anything walks it.
 """
 
 from __future__ import annotations
@@ -34,14 +33,18 @@ def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
 
 
 def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
-    """Nodes under `node` with every alias expanded, computed once per shared node (so a bomb costs
-    its file size, not its expansion); a node met again while still being counted refers to itself."""
+    """Nodes under `node` with every alias expanded, counted once per shared node (a bomb costs its file size)."""
     key = id(node)
     if key in sizes:
         return sizes[key]
     sizes[key] = MAX_NODES + 1  # in progress: a reference back to it is a cycle, counted as too large
     if isinstance(node, yaml.MappingNode):
-        _unique_keys(node)
+        seen: set[str] = set()
+        for name, _ in node.value:  # a plain key given twice (merge keys `<<` aside)
+            if isinstance(name, yaml.ScalarNode) and name.tag != "tag:yaml.org,2002:merge":
+                if name.value in seen:
+                    raise DuplicateKey(name)
+                seen.add(name.value)
         size = 1 + sum(_expanded(k, sizes) + _expanded(v, sizes) for k, v in node.value)
     elif isinstance(node, yaml.SequenceNode):
         size = 1 + sum(_expanded(item, sizes) for item in node.value)
@@ -60,18 +63,7 @@ class DuplicateKey(yaml.YAMLError):
         super().__init__(self.problem)
 
 
-def _unique_keys(node: yaml.MappingNode) -> None:
-    """Refuse a mapping whose plain keys repeat (merge keys `<<` aside)."""
-    seen: set[str] = set()
-    for key, _ in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-            if key.value in seen:
-                raise DuplicateKey(key)
-            seen.add(key.value)
-
-
 def _invalid(where: str, exc: yaml.YAMLError) -> YamlFileError:
-    """`file:line: not valid YAML (problem)`, the problem quoted short."""
     mark = getattr(exc, "problem_mark", None)
     line = f":{mark.line + 1}" if mark is not None else ""
     text = str(getattr(exc, "problem", None) or exc).splitlines()[0]
@@ -112,7 +104,7 @@ def load_yaml(text: str, where: str) -> Any:
 
 
 def read_yaml(path: str | Path) -> Any:
-    """load_yaml of a file, its size checked before it is read."""
+    """load_yaml of a file, its size checked first."""
     p = Path(path)
     size = p.stat().st_size
     if size > MAX_BYTES:

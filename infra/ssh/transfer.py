@@ -10,8 +10,8 @@ import stat
 from dataclasses import dataclass, field
 
 from infra.ssh.layout import RunLayout
-from payload.journal import announce
 from payload.layout import JOURNAL_ROOT
+from payload.spool import announce
 
 CONTENT_TYPES = {".json": "application/json", ".jsonl": "application/x-ndjson", ".csv": "text/csv"}
 WRAPPER_FILES = ("record", "log", "state")

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from payload.environment import FRAMEWORKS
+from payload.gpu import FRAMEWORKS
 
 TIMEOUT_SECONDS = 20.0
 

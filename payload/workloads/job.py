@@ -11,9 +11,8 @@ import sys
 import time
 
 from payload import exitcodes
-from payload.environment import FRAMEWORKS, software_facts
 from payload.events import mllog, note
-from payload.gpu import nvml_info
+from payload.gpu import FRAMEWORKS, nvml_info, software_facts
 from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
 from payload.workloads.imports import ImportWatch, job_frameworks, read_imports

@@ -15,7 +15,7 @@ from synthetic_results import make_result, result_bytes
 from analysis.collect import collect, stacks, stackstep, survey
 from analysis.collect import manifest as manifest_mod
 from payload import layout
-from payload.journal import announce
+from payload.spool import announce
 from payload.storage import StorageError, open_store
 
 STACK_OFFERING = "aws/p3.2xlarge"
@@ -46,7 +46,7 @@ class Writer:
             self.announce(run_id, when)
 
     def announce(self, run_id: str, when: float | None = None) -> None:
-        """The payload's own announcement (payload.journal), at `when` when given."""
+        """The payload's own announcement (payload.spool), at `when` when given."""
         clock = time.time if when is None else (lambda: when)
         assert announce(self.store, layout.result_key(self.stack, run_id), clock=clock)
 

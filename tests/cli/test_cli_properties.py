@@ -194,9 +194,9 @@ def sealed(monkeypatch, tmp_path):
     monkeypatch.setattr(socket, "getaddrinfo", _no_network)
     import analysis.bench.live
     import analysis.demo
-    import payload.runner
+    import payload.cli
 
-    monkeypatch.setattr(payload.runner, "run", lambda cfg: exitcodes.OK)
+    monkeypatch.setattr(payload.cli, "run_suite", lambda cfg: exitcodes.OK)
     monkeypatch.setattr(analysis.demo, "run_demo", lambda **kw: exitcodes.OK)
     monkeypatch.setattr(analysis.bench.live, "FIRST_LOG_WAIT_SECONDS", 0.0)  # `logs --follow` of no run ends
 

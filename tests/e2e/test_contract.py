@@ -40,7 +40,7 @@ STACK = "aws-g4dn-1x"
 
 # Variables the user-data writes that are not `payload run` options, and who reads them.
 NOT_RUN_OPTIONS = {
-    "GPUBENCH_IMAGE": "payload.environment records it as software.image",
+    "GPUBENCH_IMAGE": "payload.gpu records it as software.image",
     "AWS_DEFAULT_REGION": "boto3 (the bucket's region)",
 }
 

@@ -89,7 +89,7 @@ def test_host_fetches_checks_and_runs_the_bundle_with_the_rendered_commands(rend
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "docker-args").exists()  # the host's AWS CLI fetched it, no container needed
     assert (dest / "gpubench" / "pyproject.toml").is_file()
-    assert (dest / "gpubench" / "payload" / "runner.py").read_bytes() == Path("payload/runner.py").read_bytes()
+    assert (dest / "gpubench" / "payload" / "run.py").read_bytes() == Path("payload/run.py").read_bytes()
     assert not (tmp_path / "code.tar.gz").exists()  # the archive is removed once unpacked
 
     # run.sh starts the public image with the bundle mounted and installs the payload extra first

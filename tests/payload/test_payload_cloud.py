@@ -16,8 +16,8 @@ import time
 from payload_helpers import run_payload
 
 from payload import exitcodes
-from payload.checkpoint import find_resumable
 from payload.layout import newest_versions
+from payload.run import find_resumable
 from payload.schema import validate_result
 from payload.storage import open_store
 
@@ -216,7 +216,7 @@ def test_a_replacement_instance_skips_what_its_deployment_already_completed(tmp_
     """A spot replacement of the same `pulumi up` (same GPUBENCH_DEADLINE) reruns
     the suite: benchmarks already completed are not run (and billed) twice.
     A new deployment (another deadline) is a new repeat."""
-    from payload.checkpoint import find_completed
+    from payload.run import find_completed
 
     url, stack = f"file://{tmp_path}", "aws-g4dn-1x-spot"
     args = [*TINY_MLP, "--results", url, "--stack", stack, "--deadline", "2030-01-01T06:00:00Z"]

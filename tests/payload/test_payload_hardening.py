@@ -159,7 +159,7 @@ def test_flush_uploads_with_the_same_tags_as_a_direct_upload(tmp_path, moto_serv
     import boto3
     from servers import create_s3_bucket
 
-    from payload.checkpoint import CHECKPOINT_TAGS
+    from payload.builtin import CHECKPOINT_TAGS
 
     later = s3_bucket + "-later"
     spool = Spool(tmp_path / "spool", fallbacks=[])

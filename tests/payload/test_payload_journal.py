@@ -1,4 +1,4 @@
-"""The results journal, writer's side (payload.journal): every result that lands in the bucket is
+"""The results journal, writer's side (payload.spool): every result that lands in the bucket is
 announced by one empty `journal/<stack>/<stamp>-<run-id>` stamped right before its own put; a
 spooled result only when a flush delivers it; a failed announcement never changes a run.
 Against a local directory and moto_server (S3)."""
@@ -14,10 +14,9 @@ from test_payload_schema import sample_result
 
 from payload import exitcodes, layout
 from payload.events import Timeline
-from payload.journal import announce
 from payload.result import RunWriter
 from payload.run import Run
-from payload.spool import Spool, SpoolingStore
+from payload.spool import Spool, SpoolingStore, announce
 from payload.storage import FileStore, PermanentStorageError, open_store
 
 RESULT = sample_result()
@@ -79,10 +78,10 @@ def test_a_result_upload_creates_one_entry_naming_its_run_stamped_at_the_put(kin
 def test_a_resumed_attempts_versioned_result_announces_too(kind, tmp_path, request):
     bucket = open_store(_url(kind, tmp_path, request), write_once=True)
     store = SpoolingStore(bucket, Spool(tmp_path / "spool"))
-    assert RunWriter(store, STACK_OF, RUN_OF).write_result(RESULT)
+    assert _write_all(RunWriter(store, STACK_OF, RUN_OF))
     first = _entries(bucket)
     resumed = RunWriter.resuming(store, STACK_OF, RUN_OF, attempts_before=1)
-    assert resumed.write_result(RESULT)
+    assert _write_all(resumed)
     assert resumed.key("result.json").endswith("/result.v1.json")
     second = sorted(set(_entries(bucket)) - set(first))
     assert len(first) == 1 and len(second) == 1

@@ -364,7 +364,7 @@ def test_job_frameworks_come_from_the_jobs_interpreter(tmp_path):
 
 
 def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_path):
-    import payload.runner as runner
+    import payload.cli as cli
 
     seen: list[list[str]] = []
 
@@ -375,10 +375,10 @@ def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_pa
         def execute(self):
             return 0
 
-    monkeypatch.setattr(runner, "Run", Recorder)
+    monkeypatch.setattr(cli, "Run", Recorder)
     given = {"benchmark": "mnist-mlp", "results": str(tmp_path), "stack": "s", "spool": str(tmp_path / "spool")}
-    assert runner.run(resolve({**given, "probe_seconds": "60"}, environ={})) == 0
-    assert runner.run(resolve(given, environ={})) == 0
+    assert cli.run_suite(resolve({**given, "probe_seconds": "60"}, environ={})) == 0
+    assert cli.run_suite(resolve(given, environ={})) == 0
     assert any("--probe-seconds applies to workloads only" in w for w in seen[0])
     assert not any("--probe-seconds" in w for w in seen[1])
 

@@ -6,22 +6,35 @@ import json
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from payload import exitcodes
 from payload.config import resolve
-from payload.environment import host_facts, software_facts
-from payload.identity import Identity
-from payload.price import price_row
+from payload.gpu import host_facts, software_facts
+from payload.identity import Identity, PreemptionWatcher
 from payload.result import METRICS
-from payload.run import RESULT_FILES, JobReport, Run, SuiteContext, fingerprint
+from payload.run import RESULT_FILES, JobReport, Run, SuiteContext, fingerprint, price_row
 from payload.schema import validate_result
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
-from payload.watcher import PreemptionWatcher
 
 STACK = "fake-stack"
+
+
+def _price(offering, market, hourly_usd, source, as_of, on_demand_hourly_usd=None):
+    """price_row of a run launched with these price options."""
+    return price_row(
+        SimpleNamespace(
+            offering=offering,
+            market=market,
+            hourly_usd=hourly_usd,
+            price_source=source,
+            price_as_of=as_of,
+            on_demand_hourly_usd=on_demand_hourly_usd,
+        )
+    )
 
 
 class FakeJob:
@@ -113,13 +126,13 @@ class FakeJob:
 
 @pytest.fixture
 def suite(tmp_path):
-    """A suite context over a file:// bucket, as payload.runner.run builds it."""
+    """A suite context over a file:// bucket, as payload.cli.run_suite builds it."""
     cfg = resolve({"benchmark": "mnist-mlp", "results": str(tmp_path / "bucket"), "stack": STACK}, environ={})
     cfg.market = "on-demand"
     store = SpoolingStore(open_store(cfg.results), Spool(str(tmp_path / "spool")))
     identity = Identity(None, "i-fake", "zone-a", None, None, None)
     watcher = PreemptionWatcher(60, sources=[])
-    price, warnings = price_row(None, "on-demand", None, None, None)
+    price, warnings = _price(None, "on-demand", None, None, None)
     return SuiteContext(cfg, time.time(), identity, store, watcher, price, [*warnings, "suite warning"])
 
 
@@ -229,10 +242,10 @@ def test_only_the_first_run_of_a_process_claims_the_host_events(suite, tmp_path)
 
 
 def test_the_orchestrator_and_the_workloads_do_not_import_the_suite():
-    """Imports go one way: payload.runner -> payload.builtin / payload.workloads -> payload.run."""
+    """Imports go one way: payload.cli -> payload.builtin / payload.workloads -> payload.run."""
     code = (
         "import sys, payload.run, payload.workloads; "
-        "print(sorted(m for m in sys.modules if m in ('payload.runner', 'payload.builtin', 'keras', 'tensorflow')))"
+        "print(sorted(m for m in sys.modules if m in ('payload.cli', 'payload.builtin', 'keras', 'tensorflow')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

@@ -104,7 +104,7 @@ def test_writer_validates_the_json_it_writes(tmp_path):
     store = SpoolingStore(open_store(tmp_path.as_uri()), Spool(tmp_path / "spool"))
     result = sample_result()
     result["run_id"] = Version(result["run_id"])
-    assert RunWriter(store, "aws-p3-2x", "rid").write_result(result)
+    assert RunWriter(store, "aws-p3-2x", "rid").write_all(result, Timeline(), [])
     assert json.loads((tmp_path / "runs/aws-p3-2x/rid/result.json").read_text())["run_id"] == result["run_id"]
 
 
@@ -113,7 +113,7 @@ def test_writer_validates_before_upload(tmp_path):
     w = RunWriter(store, "aws-p3-2x", "rid")
     bad = sample_result(status="bogus")
     with pytest.raises(ResultValidationError):
-        w.write_result(bad)
+        w.write_all(bad, Timeline(), [])
     assert not (tmp_path / "runs/aws-p3-2x/rid/result.json").exists()
     tl = Timeline()
     tl.add("run_start")

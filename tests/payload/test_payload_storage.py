@@ -196,7 +196,7 @@ def test_checkpoint_models_are_tagged_for_lifecycle_expiry_on_s3(s3_bucket):
     import keras
     import numpy as np
 
-    from payload.checkpoint import CHECKPOINT_TAGS, Checkpointer
+    from payload.builtin import CHECKPOINT_TAGS, Checkpointer
     from payload.result import RunWriter
 
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from payload import layout
-from payload.checkpoint import find_completed, find_resumable
 from payload.identity import launch_prefix, make_run_id
 from payload.result import RunWriter
+from payload.run import find_completed, find_resumable
 from payload.spool import Spool, SpoolingStore
 from payload.storage import AlreadyExists, FileStore, open_store
 
