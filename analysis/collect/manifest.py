@@ -16,9 +16,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.collect.summary import Summary
-from analysis.collect.validation import UNKNOWN_RUN_FILE, classify
-from analysis.dataset.faults import DiskFull, is_disk_full
+from analysis.collect.validation import UNKNOWN_RUN_FILE, Summary, classify
+from analysis.dataset.location import DiskFull, is_disk_full
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
 from payload import layout

@@ -1,5 +1,5 @@
 """One collect: every source surveyed, then the table's stacks one at a time (survey, stackstep),
-committed in batches (batch), then the export. It holds one stack and one batch at a time, never the
+committed in batches (Batch), then the export. It holds one stack and one batch at a time, never the
 table, and a collect that adds a few runs reads, judges and writes only those."""
 
 from __future__ import annotations
@@ -9,20 +9,26 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlparse
 
 from analysis.collect import s3
-from analysis.collect.batch import Batch
 from analysis.collect.lock import table_lock
 from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
-from analysis.collect.prefetch import Prefetch
-from analysis.collect.spot import SpotPricer
-from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
-from analysis.collect.summary import Summary
+from analysis.collect.sources import Prefetch, SpotPricer
+from analysis.collect.stackstep import (
+    StackChanges,
+    StepContext,
+    appended_step,
+    fast_step,
+    run_dirs_of,
+    step,
+    unreadable_names,
+)
 from analysis.collect.survey import SourceView, survey_store, trusted_settled
-from analysis.collect.validation import classify, wrong_layout
+from analysis.collect.validation import Summary, classify, wrong_layout
 from analysis.dataset.export import (
     export_table,
     export_version,
@@ -32,11 +38,9 @@ from analysis.dataset.export import (
     table_paths,
     write_table_batches,
 )
-from analysis.dataset.faults import DiskFull, first_line, is_disk_full
-from analysis.dataset.location import resolve
-from analysis.dataset.schema import EXPORT_SCHEMA
-from analysis.dataset.stackwise import TableView, pricing_identity
-from analysis.dataset.store import StoredRows, table_version
+from analysis.dataset.location import DiskFull, first_line, is_disk_full, resolve
+from analysis.dataset.stackwise import TableView, commit, pricing_identity
+from analysis.dataset.store import EXPORT_SCHEMA, StoredRows, table_version
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress
 from payload import layout
@@ -234,6 +238,62 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         manifest.forget_sources_except(urls)
         manifest.step(tv.version, identity)
         return tv.count(), tv.version
+
+
+COMMIT_ROWS = 10_000  # rows written or removed per commit
+COMMIT_ENTRIES = 50_000  # manifest entries held before they are written
+
+
+class Batch:
+    """Several stacks' changes in one commit to the table (one per stack is slow, one per collect holds every
+    row), then their manifest entries: a collect interrupted between batches loses nothing."""
+
+    def __init__(self, loc, table, manifest, summary: Summary, identity: str):
+        self.loc, self.table, self.manifest, self.summary, self.identity = loc, table, manifest, summary, identity
+        self.pending = StackChanges()
+
+    def add(self, changes: StackChanges) -> None:
+        p = self.pending
+        p.rows += changes.rows
+        p.replacing |= changes.replacing
+        p.deleted += changes.deleted
+        p.entries += changes.entries
+        p.removed += changes.removed
+        p.settled.update(changes.settled)
+
+    def full(self) -> bool:
+        p = self.pending
+        return len(p.rows) + len(p.deleted) >= COMMIT_ROWS or len(p.entries) >= COMMIT_ENTRIES
+
+    def flush(self) -> None:
+        p = self.pending
+        written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.identity)
+        if written:
+            self.table.refresh()
+            self.summary.table_written = True
+        if refused:
+            self._set_aside(refused)
+        self.manifest.write(p.entries, p.removed, p.settled, table_version=self.table.version)
+        self.pending = StackChanges()
+
+    def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
+        """Rows the table cannot hold, set aside with the reason (summary, manifest entry, settled record);
+        a row re-priced from the table keeps its row."""
+        entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
+        for row, reason in refused:
+            entry = entries.get((row["source"], row["key"]))
+            if entry is None:
+                self.summary.skipped.append(
+                    {"key": row["key"], "url": row["source"], "reason": f"kept the previous row: {reason}"}
+                )
+                continue
+            entry.pop("row")
+            entry["reason"] = reason
+            note = {"key": entry["key"], "url": entry.get("url"), "reason": reason}
+            self.summary.skipped.append(note)
+            where = (entry["source"], layout.stack_prefix_of(entry["key"]))
+            if (record := self.pending.settled.get(where)) is not None:
+                self.pending.settled[where] = replace(record, notes=(*record.notes, note))
 
 
 def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from analysis.dataset.faults import first_line
+from analysis.dataset.location import first_line
 from payload.results_location import ResultsLocationError, parse_results_location
 from payload.storage import ObjectInfo, ObjectNotFound, StorageError, retry_settings
 

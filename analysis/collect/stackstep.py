@@ -10,13 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from analysis.collect.dedupe import dedupe
 from analysis.collect.manifest import SettledStack, replay, runs_digest, runs_digest_with, settled_stack
-from analysis.collect.sources import bulk_read, download, entry_key, unchanged
-from analysis.collect.spot import SpotPricer, price_bulk
-from analysis.collect.summary import Summary
+from analysis.collect.sources import SpotPricer, bulk_read, download, entry_key, price_bulk, unchanged
 from analysis.collect.survey import SourceView
-from analysis.collect.validation import UNREADABLE_NAME, classify
+from analysis.collect.trust import dedupe
+from analysis.collect.validation import UNREADABLE_NAME, Summary, classify
 from payload import layout
 from payload.storage import ObjectInfo, StorageError
 
@@ -32,7 +30,7 @@ class StepContext:
     spot_pricer: SpotPricer | None = None
     bar: object = None  # analysis.progress.Progress (a no-op when off)
     stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
-    prefetch: object = None  # analysis.collect.prefetch.Prefetch (set by the collect): the next stack's results
+    prefetch: object = None  # analysis.collect.sources.Prefetch (set by the collect): the next stack's results
 
 
 @dataclass

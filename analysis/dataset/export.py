@@ -15,8 +15,16 @@ import pyarrow.parquet as pq
 from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import EXPORT_SCHEMA, ORDER, PUBLIC_SCHEMA
-from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
+from analysis.dataset.store import (
+    EXPORT_NAME,
+    EXPORT_SCHEMA,
+    ORDER,
+    PUBLIC_SCHEMA,
+    TableNotFound,
+    delta_table,
+    open_dataset,
+    snapshot,
+)
 from analysis.price.runs import price_runs
 from payload import proctree
 

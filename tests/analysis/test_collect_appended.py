@@ -200,15 +200,15 @@ def test_a_local_settled_stack_whose_directory_is_as_listed_is_not_read(tmp_path
     """file://: a settled stack's directory stamp (mtime, inode, links) taken before its
     listing stands for its run directories: while it is the same, they are not read; a
     run added or removed changes it, and the stack is read again at once."""
-    from analysis.collect import stacks
+    from analysis.collect import survey
 
     bucket = tmp_path / "bucket"
     for o in OFFERINGS:
         _put(bucket, o, range(3))
     collect([str(bucket)], tmp_path / "table")
     read = []
-    real = stacks._FileStacks.run_dirs
-    monkeypatch.setattr(stacks._FileStacks, "run_dirs", lambda self, prefix: read.append(prefix) or real(self, prefix))
+    real = survey._FileStacks.run_dirs
+    monkeypatch.setattr(survey._FileStacks, "run_dirs", lambda self, prefix: read.append(prefix) or real(self, prefix))
     summary, _ = collect([str(bucket)], tmp_path / "table")
     assert read == [] and (summary.new, summary.cached, summary.settled_stacks) == (0, 9, 3)
     added = _put(bucket, OFFERINGS[1], range(3, 4))[0]

@@ -1,11 +1,11 @@
-"""De-duplication (analysis.collect.dedupe): one row per run, the newest copy
+"""De-duplication (analysis.collect.trust.dedupe): one row per run, the newest copy
 wins, the others are set aside naming the winner, and a copy stored under
 another stack never displaces the run it names."""
 
 from __future__ import annotations
 
-from analysis.collect.dedupe import dedupe
-from analysis.collect.summary import Summary
+from analysis.collect.trust import dedupe
+from analysis.collect.validation import Summary
 from payload import layout
 
 
