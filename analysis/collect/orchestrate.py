@@ -233,10 +233,8 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
                 summary.skipped += [{**n, "url": view.url} for n in unreadable_names(view, layout.ROOT)]
             ctx.prefetch.jobs.clear()  # what no step took (its stack went another way)
         batch.flush()
-        for view in ok:  # journals read further for stacks that stayed settled
-            manifest.restamp(view.url, view.restamped)
-        manifest.forget_sources_except(urls)
-        manifest.step(tv.version, identity)
+        # journals read further for stacks that stayed settled
+        manifest.finish({v.url: v.restamped for v in ok}, urls, tv.version, identity)
         return tv.count(), tv.version
 
 

@@ -35,10 +35,15 @@ def dedupe(
 ) -> list[dict]:
     """One row per (stack, run id). Copies rank by what a result's writer cannot forge: the order of the
     sources (`summary.sources`; without one, the newest finished_at), then the entry key. The first
-    believable copy (below) wins; the others are set aside with why (in `reasons`)."""
+    believable copy (row_problem) wins; the others are set aside with why (in `reasons`)."""
     reasons = {} if reasons is None else reasons
+
+    def set_aside(mkey: str, e: dict, reason: str) -> None:
+        reasons[mkey] = reason
+        summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": reason})
+
     copies: dict[tuple[str, str], list[tuple[str, dict]]] = {}
-    for mkey in sorted(entries):
+    for mkey in sorted(entries):  # by entry key: a fixed order whatever order they were found in
         e = entries[mkey]
         if "row" not in e:
             summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": e.get("reason", "unknown")})
@@ -46,46 +51,33 @@ def dedupe(
         try:
             misplaced_check(e["row"], e["key"])  # here, not at download: cached rows are judged too
         except ValueError as exc:
-            _set_aside(summary, reasons, mkey, e, str(exc))
+            set_aside(mkey, e, str(exc))
             continue
         copies.setdefault((e["row"]["stack"], e["row"]["run_id"]), []).append((mkey, e))
     order = {url: i for i, url in enumerate(summary.sources)}
     rows = []
     for found in copies.values():
+        if order:  # sorts are stable: equal ranks keep the entry keys' order
+            found.sort(key=lambda c: order.get(c[1].get("source"), len(order)))
+        else:
+            found.sort(key=lambda c: c[1]["row"].get("finished_at") or "", reverse=True)
         winner = None
-        for mkey, e in _by_precedence(found, order):
+        for mkey, e in found:
             if winner is not None:
-                kept = winner[1]
-                reason = f"duplicate of run {kept['row']['run_id']}: kept {kept.get('url')}"
-                _set_aside(summary, reasons, mkey, e, f"{reason} (finished {kept['row']['finished_at']})")
+                reason = f"duplicate of run {winner['run_id']}: kept {kept_url}"
+                set_aside(mkey, e, f"{reason} (finished {winner['finished_at']})")
             elif problem := row_problem(e["row"], now):
-                _set_aside(summary, reasons, mkey, e, problem)
+                set_aside(mkey, e, problem)
             else:
-                winner = (mkey, e)
-        if winner is not None:
-            rows.append(winner[1]["row"])
+                winner, kept_url = e["row"], e.get("url")
+                rows.append(winner)
     return sorted(rows, key=operator.itemgetter("run_id", "stack"))  # the table's order (store.ORDER)
-
-
-def _by_precedence(found: list[tuple[str, dict]], order: dict[str, int]) -> list[tuple[str, dict]]:
-    ranked = sorted(found, key=lambda c: c[0])  # the entry key: a fixed order whatever order they were found in
-    if order:
-        return sorted(ranked, key=lambda c: order.get(c[1].get("source"), len(order)))
-    return sorted(ranked, key=lambda c: c[1]["row"].get("finished_at") or "", reverse=True)
-
-
-def _set_aside(summary: Summary, reasons: dict, mkey: str, entry: dict, reason: str) -> None:
-    reasons[mkey] = reason
-    summary.skipped.append({"key": entry["key"], "url": entry.get("url"), "reason": reason})
 
 
 def row_problem(row: dict, now: float | None = None) -> str | None:
     """Why `row` cannot be a real run's (the reason a collect sets it aside with), or None."""
-    for check in (name_problem, number_problem, time_problem, offering_problem):
-        problem = check(row, time.time() if now is None else now) if check is time_problem else check(row)
-        if problem:
-            return problem
-    return None
+    now = time.time() if now is None else now
+    return name_problem(row) or number_problem(row) or time_problem(row, now) or offering_problem(row)
 
 
 def name_problem(row: dict) -> str | None:
