@@ -8,7 +8,7 @@ import gc
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -77,65 +77,52 @@ def collect(
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
-    summary = Summary(sources=list(urls))
+    urls = list(urls)
+
+    def once(full: bool) -> tuple[Summary, int]:
+        """Survey, then every stack and the export: (summary, the table's row count)."""
+        summary = Summary(sources=urls)
+        views, not_found = _survey(urls, manifest, summary, store_opener, full)
+        if not_found:  # runs were expected and some source held none: nothing is touched
+            tv = TableView(loc)
+            current = loc.local is not None and _export_current(out, tv.version)
+            summary.table = _names(loc, out, export is not False and current)
+            return summary, tv.count()
+        count, version = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
+        _export(loc, out, summary, count, version, export)
+        return summary, count
+
+    # the objects alive before the collect frozen out of the garbage collector's scans (each full collection
+    # would scan them all again: a third of the CPU of parsing a result); a caller's freeze is kept
+    frozen = not gc.get_freeze_count()
+    if frozen:
+        gc.freeze()
     try:
-        with _older_objects_left_alone():
-            remove_stale_temporaries(out)
-            manifest = Manifest(out / MANIFEST_NAME)
-            bar = Progress(None, "collect", unit="obj", enabled=progress)
-            run = (loc, out, list(urls), manifest, workers, bar, store_opener, spot_pricer, export)
-            try:
-                full = not manifest.readable() or full  # damaged entries: every file listed and read again
-                try:
-                    count = _collect_once(*run, summary, full)
-                except ManifestDamaged:  # found past its first pages: started over, every file read again
-                    summary = Summary(sources=list(urls))
-                    count = _collect_once(*run, summary, True)
-            finally:
-                bar.close()
-                manifest.close()
+        remove_stale_temporaries(out)
+        manifest = Manifest(out / MANIFEST_NAME)
+        bar = Progress(None, "collect", unit="obj", enabled=progress)
+        try:
+            try:  # damaged entries: every file listed and read again
+                summary, count = once(not manifest.readable() or full)
+            except ManifestDamaged:  # found past its first pages: started over, every file read again
+                summary, count = once(True)
+        finally:
+            bar.close()
+            manifest.close()
     except BaseException as exc:
-        _drop_lagging_export(loc, out)  # what it committed is the table's: an export now behind it is not read
+        # what it committed is the table's: an export now behind it is removed (readers then read the table)
+        with suppress(Exception):
+            if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
+                remove_table(out)
         if isinstance(exc, Exception) and not isinstance(exc, DiskFull) and is_disk_full(exc):
             raise DiskFull(loc.text if loc.local is not None else str(out), first_line(exc)) from exc
         raise
+    finally:
+        if frozen:
+            gc.unfreeze()
     summary.valid = count
     summary.seconds = time.perf_counter() - t0
     return summary, StoredRows(loc, count)
-
-
-def _drop_lagging_export(loc, out: Path) -> None:
-    """After a failed collect, an export that lags the table is removed (readers then read the table). Never raises."""
-    with suppress(Exception):
-        if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
-            remove_table(out)
-
-
-@contextmanager
-def _older_objects_left_alone():
-    """The objects alive before the collect frozen out of the garbage collector's scans (each full
-    collection would scan them all again: a third of the CPU of parsing a result). A caller's freeze is kept."""
-    mine = not gc.get_freeze_count()
-    if mine:
-        gc.freeze()
-    try:
-        yield
-    finally:
-        if mine:
-            gc.unfreeze()
-
-
-def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, spot_pricer, export, summary, full):
-    """Survey, then every stack and the export; returns the table's row count."""
-    views, not_found = _survey(urls, manifest, summary, store_opener, full)
-    if not_found:  # runs were expected and some source held none: nothing is touched
-        tv = TableView(loc)
-        current = loc.local is not None and _export_current(out, tv.version)
-        summary.table = _names(loc, out, export is not False and current)
-        return tv.count()
-    count, version = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
-    _export(loc, out, summary, count, version, export)
-    return count
 
 
 def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool):
