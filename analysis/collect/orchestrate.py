@@ -27,7 +27,7 @@ from analysis.collect.stackstep import (
     step,
     unreadable_names,
 )
-from analysis.collect.survey import SourceView, survey_store, trusted_settled
+from analysis.collect.survey import SourceView, survey_store
 from analysis.collect.validation import Summary, classify, wrong_layout
 from analysis.dataset.export import (
     export_table,
@@ -137,9 +137,7 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool
         )
         view.bulk = store_opener is None and s3.is_s3(url)  # many reads in flight through obstore
         try:
-            loose = survey_store(
-                view, s3.S3Bulk if view.bulk else store_opener or open_store, trusted_settled(view.settled)
-            )
+            loose = survey_store(view, s3.S3Bulk if view.bulk else store_opener or open_store)
         except StorageError as exc:  # an outage must not empty the table: its rows are kept
             view.failed = str(exc)
             summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})

@@ -93,41 +93,29 @@ def retried(store, what: str, fn: Callable):
     return with_retries(what, fn, store.retries, store.backoff)
 
 
-def split_by_stack(listing: dict) -> tuple[dict[str, dict], list[str]]:
-    """({prefix: {key: info}}, keys under no stack) of a whole listing."""
-    stacks: dict[str, dict] = {}
-    loose = []
-    for key, info in listing.items():
-        prefix = layout.stack_prefix_of(key)
-        if prefix is None:
-            loose.append(key)
-        else:
-            stacks.setdefault(prefix, {})[key] = info
-    return stacks, loose
-
-
-def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) -> list[str]:
+def survey_store(view: SourceView, opener: Callable) -> list[str]:
     """A source's stacks (settled ones checked now), else its whole listing now. Returns the keys under no stack."""
     store = view.store = opener(view.url)
-    lister = stack_lister(store)
-    if lister is None:
-        view.listing, loose = split_by_stack(layout.current_only({o.key: o for o in store.list()}))
+    kind = _LISTERS.get(type(store).__name__)
+    if kind is None:  # a store listed whole
+        loose = []
+        for key, info in layout.current_only({o.key: o for o in store.list()}).items():
+            if (prefix := layout.stack_prefix_of(key)) is None:
+                loose.append(key)
+            else:
+                view.listing.setdefault(prefix, {})[key] = info
         view.prefixes = set(view.listing)
         return loose
+    lister = kind(store)
     prefixes, top = retried(store, f"list {store.url_for(layout.ROOT)}", lister.stacks)
-    if not prefixes and not top:  # nothing under runs/: what lies there says which prefix was meant
-        return _what_lies_there(store)
+    if not prefixes and not top:  # nothing under runs/: what lies there (a sample) says which prefix was meant
+        sample = getattr(store, "sample", None)
+        return sorted(sample() if sample is not None else layout.current_only({o.key: o for o in store.list()}))
     view.lister, view.prefixes = lister, set(prefixes)
+    now = time.time()
+    trusted = {p: s.digest for p, s in view.settled.items() if s.fresh(now)}
     _check_settled(view, [p for p in prefixes if p in trusted], trusted)
     return [o.key for o in top]
-
-
-def _what_lies_there(store) -> list[str]:
-    """The keys of a location with nothing under runs/: a sample where the store takes one, else all."""
-    sample = getattr(store, "sample", None)
-    if sample is not None:
-        return sorted(sample())
-    return sorted(layout.current_only({o.key: o for o in store.list()}))
 
 
 def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str]) -> None:
@@ -177,12 +165,10 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
         prefix, since = item
         now = f"{JOURNAL_STAMP}{time.time():.6f}"  # before the read: what lands during it is read next time
         try:
-            runs = retried(
-                store, f"list the journal of {prefix}", lambda: lister.journal(prefix, since - JOURNAL_WINDOW_S)
-            )
+            since -= JOURNAL_WINDOW_S
+            return prefix, now, retried(store, f"list the journal of {prefix}", lambda: lister.journal(prefix, since))
         except StorageError:
             return prefix, now, None
-        return prefix, now, runs
 
     with ThreadPoolExecutor(max_workers=lister.listing_threads) as pool:
         for prefix, now, runs in pool.map(one, asked):
@@ -200,11 +186,6 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
             view.journaled[prefix] = new
             view.stamps[prefix] = now
     return [prefix for prefix, _ in rest]
-
-
-def trusted_settled(settled: dict[str, SettledStack]) -> dict[str, str]:
-    now = time.time()
-    return {p: s.digest for p, s in settled.items() if s.fresh(now)}
 
 
 LISTING_THREADS = 16  # run-directory listings in flight (one request each on gs://)
@@ -360,11 +341,6 @@ def journal_since(stamp: str | None) -> float | None:
         return float(stamp[len(JOURNAL_STAMP) :])
     except ValueError:
         return None
-
-
-def stack_lister(store):
-    kind = _LISTERS.get(type(store).__name__)
-    return kind(store) if kind is not None else None
 
 
 def _info(key: str, st: os.stat_result) -> ObjectInfo:

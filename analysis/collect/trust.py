@@ -64,13 +64,14 @@ def dedupe(
         winner = None
         for mkey, e in found:
             if winner is not None:
-                reason = f"duplicate of run {winner['run_id']}: kept {kept_url}"
-                set_aside(mkey, e, f"{reason} (finished {winner['finished_at']})")
+                kept = winner["row"]
+                reason = f"duplicate of run {kept['run_id']}: kept {winner.get('url')}"
+                set_aside(mkey, e, f"{reason} (finished {kept['finished_at']})")
             elif problem := row_problem(e["row"], now):
                 set_aside(mkey, e, problem)
             else:
-                winner, kept_url = e["row"], e.get("url")
-                rows.append(winner)
+                winner = e
+                rows.append(e["row"])
     return sorted(rows, key=operator.itemgetter("run_id", "stack"))  # the table's order (store.ORDER)
 
 
