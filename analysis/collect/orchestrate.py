@@ -16,13 +16,12 @@ from urllib.parse import urlparse
 
 from analysis.collect import s3
 from analysis.collect.lock import table_lock
-from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
+from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged, replay
 from analysis.collect.sources import Prefetch, SpotPricer
 from analysis.collect.stackstep import (
     StackChanges,
     StepContext,
     appended_step,
-    fast_step,
     run_dirs_of,
     step,
     unreadable_names,
@@ -202,8 +201,10 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         ):
             ctx.prefetch = Prefetch(early, manifest, workers)
             for prefix in prefixes:
-                if prefix in fast:
-                    fast_step(ctx, prefix)
+                if prefix in fast:  # settled and unchanged everywhere: counted and its notes replayed, nothing read
+                    for view in ok:
+                        if prefix in view.unlisted:
+                            replay(summary, view.settled[prefix])
                     continue
                 for then in following[prefix]:
                     for view in ok:

@@ -64,13 +64,6 @@ class _Stack:
         return layout.stack_of(self.prefix)
 
 
-def fast_step(ctx: StepContext, prefix: str) -> None:
-    """A stack settled and unchanged in every source that has it: counted and its notes replayed, nothing read."""
-    for view in ctx.views:
-        if view.failed is None and prefix in view.unlisted:
-            replay(ctx.summary, view.settled[prefix])
-
-
 def step(ctx: StepContext, prefix: str) -> StackChanges:
     """One stack across every source: list, read what changed, judge, and the changes to commit."""
     st = _Stack(prefix)
@@ -153,7 +146,11 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         return
     view.take_stamp(prefix)  # before the listing: a change during it shows next time
     try:
-        known = _known_runs(old) if prefix in view.grown or prefix in view.journaled else {}
+        known: dict[str, list[dict]] = {}  # run id -> its entries, for a stack that gained runs
+        if prefix in view.grown or prefix in view.journaled:
+            for e in old.values():
+                if (run := _run_of(e["key"])) is not None:
+                    known.setdefault(run[1], []).append(e)
         if prefix in view.journaled and prefix not in view.grown:  # the runs it holds, and those announced
             view.grown[prefix] = [*known, *(r for r in view.journaled[prefix] if r not in known)]
         runs = view.grown.get(prefix)
@@ -198,14 +195,6 @@ def unreadable_names(view: SourceView, prefix: str) -> list[dict]:
     mine = sorted(k for k in odd if k.startswith(prefix))
     odd.difference_update(mine)
     return [{"key": k, "reason": UNREADABLE_NAME} for k in mine]
-
-
-def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
-    known: dict[str, list[dict]] = {}
-    for e in old.values():
-        if (run := _run_of(e["key"])) is not None:
-            known.setdefault(run[1], []).append(e)
-    return known
 
 
 def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str, list[dict]], st: _Stack) -> dict:
@@ -259,8 +248,15 @@ def _read(ctx: StepContext, st: _Stack) -> None:
         ctx.bar.advance()
     for mkey, entry in st.fresh.items():
         ctx.summary.new += 1
-        if entry.pop("failed", False):
-            _failed(ctx, st, mkey, entry)
+        if not entry.pop("failed", False):
+            continue
+        # not read: its previous row stays (said so), else it is set aside for now
+        ctx.summary.incomplete.append(f"{entry['url']}: {entry['reason']}")
+        previous = st.old.get(mkey)
+        if previous is not None and previous.get("has_row") and "reason" not in previous:
+            st.kept.add(mkey)
+            why = f"kept the previous row: {entry['reason']}"
+            ctx.summary.skipped.append({"key": entry["key"], "url": entry.get("url"), "reason": why})
 
 
 def _downloads(ctx: StepContext, st: _Stack):
@@ -284,18 +280,6 @@ def _downloads(ctx: StepContext, st: _Stack):
             price_bulk(got, to_price, ctx.spot_pricer)
         yield from got.items()
     start_next()  # when nothing of this stack was read in bulk (else a no-op: started once)
-
-
-def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:
-    """A result that could not be read: its previous row stays (said so), else it is set aside for now."""
-    why = entry["reason"]
-    ctx.summary.incomplete.append(f"{entry['url']}: {why}")
-    previous = st.old.get(mkey)
-    if previous is not None and previous.get("has_row") and "reason" not in previous:
-        st.kept.add(mkey)
-        ctx.summary.skipped.append(
-            {"key": entry["key"], "url": entry.get("url"), "reason": f"kept the previous row: {why}"}
-        )
 
 
 def _note(ctx: StepContext, st: _Stack, judged: list[dict]) -> None:
@@ -358,31 +342,25 @@ def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
     current = {entry_key(url, k) for url, keys in st.results.items() for k in keys}
     changes.removed = [m for m, e in st.old.items() if m not in current and st.mode.get(e["source"]) != "failed"]
     now = time.time()
-    for url, mode in st.mode.items():
-        if mode == "absent":
-            changes.settled[(url, st.prefix)] = None
-        elif mode == "listed":
-            status = _status_of(st, url)
-            notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
-            record = settled_stack(st.objects[url], status, notes, st.listed_at.get(url, now))
-            stamp = st.stamps.get(url)
-            changes.settled[(url, st.prefix)] = None if record is None else replace(record, stamp=stamp)
 
-
-def _status_of(st: _Stack, url: str):
-    """The status of a result of `url` as it stands now, None without a row."""
-
-    def status(key: str) -> str | None:
+    def status(url: str, key: str) -> str | None:
+        """The status of a result of `url` as it stands now, None without a row."""
         mkey = entry_key(url, key)
         if mkey in st.kept:
             return None
-        e = st.fresh.get(mkey)
-        if e is not None:
+        if (e := st.fresh.get(mkey)) is not None:
             return (e.get("row") or {}).get("status")
         e = st.cached.get(mkey)
         return e.get("status") if e is not None and e.get("has_row") else None
 
-    return status
+    for url, mode in st.mode.items():
+        if mode == "absent":
+            changes.settled[(url, st.prefix)] = None
+        elif mode == "listed":
+            notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
+            record = settled_stack(st.objects[url], partial(status, url), notes, st.listed_at.get(url, now))
+            stamp = st.stamps.get(url)
+            changes.settled[(url, st.prefix)] = None if record is None else replace(record, stamp=stamp)
 
 
 def run_dirs_of(prefix: str, keys: Iterable[str]) -> set[str]:
