@@ -61,7 +61,7 @@ def bulk_read(
         arrived.append((info, data, ranged))
         return False  # a ranged read that does not parse is read again whole below
 
-    read_on_private_loop(source, wanted, keep, workers)
+    _read_all(source, wanted, keep, workers)
     if fetched is not None:
         fetched()
     whole = []
@@ -80,21 +80,8 @@ def bulk_read(
             got[entry_key(url, info.key)] = _bulk_entry(source, url, info, data, False, to_price)
             return False
 
-        read_on_private_loop(source, [replace(info, size=None) for info in whole], judge_whole, workers)
+        _read_all(source, [replace(info, size=None) for info in whole], judge_whole, workers)
     yield from got.items()
-
-
-def read_on_private_loop(source, infos: list, handle, workers: int | None) -> None:
-    """s3.read_all on a private loop: asyncio.run would leave the thread without the current event loop
-    later callers (the Pulumi SDK under mocks) expect."""
-    if not infos:
-        return
-    source.max_bytes = MAX_RESULT_BYTES
-    loop = s3.new_event_loop()
-    try:
-        loop.run_until_complete(s3.read_all(source, infos, handle, workers or s3.DEFAULT_BULK_WORKERS))
-    finally:
-        loop.close()
 
 
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
@@ -334,5 +321,10 @@ def _fetch_ahead(view, listing: Future, known: dict, budget: int, workers: int |
             got[info.key] = (info.size, data, ranged)
         return False  # judged by the step, which reads a ranged read that does not parse again, whole
 
-    read_on_private_loop(view.store, wanted, keep, workers)
+    _read_all(view.store, wanted, keep, workers)
     return got
+
+
+def _read_all(source, infos: list, handle, workers: int | None) -> None:
+    source.max_bytes = MAX_RESULT_BYTES  # what a collect reads of a result.json at most
+    s3.read_all(source, infos, handle, workers)
