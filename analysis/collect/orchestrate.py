@@ -29,8 +29,8 @@ from analysis.collect.stackstep import (
 from analysis.collect.survey import SourceView, survey_store
 from analysis.collect.validation import Summary, classify, wrong_layout
 from analysis.dataset.export import (
+    export_current,
     export_table,
-    export_version,
     remove_stale_temporaries,
     remove_table,
     table_is_whole,
@@ -84,7 +84,7 @@ def collect(
         views, not_found = _survey(urls, manifest, summary, store_opener, full)
         if not_found:  # runs were expected and some source held none: nothing is touched
             tv = TableView(loc)
-            current = loc.local is not None and _export_current(out, tv.version)
+            current = loc.local is not None and export_current(out, tv.version)
             summary.table = _names(loc, out, export is not False and current)
             return summary, tv.count()
         count, version = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
@@ -111,7 +111,7 @@ def collect(
     except BaseException as exc:
         # what it committed is the table's: an export now behind it is removed (readers then read the table)
         with suppress(Exception):
-            if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
+            if loc.local is not None and table_is_whole(out) and not export_current(out, table_version(loc)):
                 remove_table(out)
         if isinstance(exc, Exception) and not isinstance(exc, DiskFull) and is_disk_full(exc):
             raise DiskFull(loc.text if loc.local is not None else str(out), first_line(exc)) from exc
@@ -313,7 +313,7 @@ def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str,
 def _export(loc, out: Path, summary: Summary, count: int, version: int | None, export: bool | None) -> None:
     """The export (see collect's `export`), written when the table changed or it is missing, damaged or
     behind `version`; and where the table is named."""
-    current = _export_current(out, version)
+    current = export_current(out, version)
     wanted = export if export is not None else (loc.local is not None and count <= EXPORT_MAX_ROWS)
     if wanted:
         if summary.table_written or not current:
@@ -327,11 +327,6 @@ def _export(loc, out: Path, summary: Summary, count: int, version: int | None, e
         remove_table(out)  # too large to rewrite on every collect: a stale export is never read
         current = False
     summary.table = _names(loc, out, current and export is not False)
-
-
-def _export_current(out: Path, version: int | None) -> bool:
-    """Whether results.parquet and results.csv are whole and exported from the table at `version`."""
-    return table_is_whole(out) and export_version(out) == version
 
 
 def _names(loc, out: Path, exported: bool) -> dict[str, str]:
