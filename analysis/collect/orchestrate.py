@@ -39,7 +39,7 @@ from analysis.dataset.export import (
 )
 from analysis.dataset.location import DiskFull, first_line, is_disk_full, resolve
 from analysis.dataset.stackwise import TableView, commit, pricing_identity
-from analysis.dataset.store import EXPORT_SCHEMA, StoredRows, table_version
+from analysis.dataset.store import EXPORT_SCHEMA, StoredRows
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress
 from payload import layout
@@ -111,7 +111,7 @@ def collect(
     except BaseException as exc:
         # what it committed is the table's: an export now behind it is removed (readers then read the table)
         with suppress(Exception):
-            if loc.local is not None and table_is_whole(out) and not export_current(out, table_version(loc)):
+            if loc.local is not None and table_is_whole(out) and not export_current(out, TableView(loc).version):
                 remove_table(out)
         if isinstance(exc, Exception) and not isinstance(exc, DiskFull) and is_disk_full(exc):
             raise DiskFull(loc.text if loc.local is not None else str(out), first_line(exc)) from exc

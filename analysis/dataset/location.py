@@ -34,7 +34,10 @@ def resolve(table: str | os.PathLike) -> Location:
         if not parts.netloc:
             raise ValueError(f"table location {text!r} names no bucket; write it as {parts.scheme}://BUCKET/PREFIX")
         uri = f"{parts.scheme}://{parts.netloc}/{parts.path.strip('/')}".rstrip("/")
-        return Location(text, uri, _OPTIONS[parts.scheme]())
+        # gs://: the key file GOOGLE_APPLICATION_CREDENTIALS names, else application default credentials
+        key = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        gs = {"GOOGLE_SERVICE_ACCOUNT": key} if key else {}
+        return Location(text, uri, _s3_options() if parts.scheme == "s3" else gs)
     if parts.scheme == "file":
         return Location(text, str(Path(parts.path).resolve()))
     if parts.scheme and len(parts.scheme) > 1:  # c:\... is a path, http:// is not supported
@@ -58,15 +61,6 @@ def _s3_options() -> dict[str, str]:
         if env.get(name):
             options[name] = env[name]
     return options
-
-
-def _gs_options() -> dict[str, str]:
-    """Application default credentials, or the key file GOOGLE_APPLICATION_CREDENTIALS names."""
-    key = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
-    return {"GOOGLE_SERVICE_ACCOUNT": key} if key else {}
-
-
-_OPTIONS = {"s3": _s3_options, "gs": _gs_options}
 
 
 SQLITE_FULL = 13  # sqlite3's primary result code for "database or disk is full"

@@ -135,11 +135,6 @@ def open_dataset(table: str) -> ds.Dataset:
     return snapshot(dt, loc, PUBLIC_SCHEMA)
 
 
-def table_version(loc: Location) -> int | None:
-    dt = delta_table(loc)
-    return None if dt is None else dt.version()
-
-
 def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> int:
     """Append `batches` (SCHEMA, or `schema` with more columns) in one commit, streamed. Returns the rows written."""
     rows = 0
