@@ -191,7 +191,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         # in step with the table, priced alike and every source listed: a stack that only gained runs costs its new runs
         trusting = in_step and identity == manifest.priced_with and len(ok) == len(views)
         ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
-        batch = Batch(loc, tv, manifest, summary, identity)
+        batch = Batch(loc, ctx)
         stepped = [p for p in prefixes if p not in fast]
         # the next stacks a step lists, listed during this one
         following = {p: stepped[i + 1 : i + 1 + LIST_AHEAD] for i, p in enumerate(stepped)}
@@ -212,8 +212,6 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
                 ctx.prefetch.following = next(iter(following[prefix]), None)
                 changes = _appended(ctx, prefix, ok, known) if trusting else None
                 batch.add(changes or step(ctx, prefix))
-                if batch.full():
-                    batch.flush()
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
                 summary.skipped += [{**n, "url": view.url} for n in unreadable_names(view, layout.ROOT)]
@@ -232,11 +230,12 @@ class Batch:
     """Several stacks' changes in one commit to the table (one per stack is slow, one per collect holds every
     row), then their manifest entries: a collect interrupted between batches loses nothing."""
 
-    def __init__(self, loc, table, manifest, summary: Summary, identity: str):
-        self.loc, self.table, self.manifest, self.summary, self.identity = loc, table, manifest, summary, identity
+    def __init__(self, loc, ctx: StepContext):
+        self.loc, self.ctx = loc, ctx
         self.pending = StackChanges()
 
     def add(self, changes: StackChanges) -> None:
+        """Committed once COMMIT_ROWS rows or COMMIT_ENTRIES manifest entries wait."""
         p = self.pending
         p.rows += changes.rows
         p.replacing |= changes.replacing
@@ -244,20 +243,18 @@ class Batch:
         p.entries += changes.entries
         p.removed += changes.removed
         p.settled.update(changes.settled)
-
-    def full(self) -> bool:
-        p = self.pending
-        return len(p.rows) + len(p.deleted) >= COMMIT_ROWS or len(p.entries) >= COMMIT_ENTRIES
+        if len(p.rows) + len(p.deleted) >= COMMIT_ROWS or len(p.entries) >= COMMIT_ENTRIES:
+            self.flush()
 
     def flush(self) -> None:
         p = self.pending
-        written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.identity)
+        written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.ctx.identity)
         if written:
-            self.table.refresh()
-            self.summary.table_written = True
+            self.ctx.table.refresh()
+            self.ctx.summary.table_written = True
         if refused:
             self._set_aside(refused)
-        self.manifest.write(p.entries, p.removed, p.settled, table_version=self.table.version)
+        self.ctx.manifest.write(p.entries, p.removed, p.settled, table_version=self.ctx.table.version)
         self.pending = StackChanges()
 
     def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
@@ -267,14 +264,14 @@ class Batch:
         for row, reason in refused:
             entry = entries.get((row["source"], row["key"]))
             if entry is None:
-                self.summary.skipped.append(
+                self.ctx.summary.skipped.append(
                     {"key": row["key"], "url": row["source"], "reason": f"kept the previous row: {reason}"}
                 )
                 continue
             entry.pop("row")
             entry["reason"] = reason
             note = {"key": entry["key"], "url": entry.get("url"), "reason": reason}
-            self.summary.skipped.append(note)
+            self.ctx.summary.skipped.append(note)
             where = (entry["source"], layout.stack_prefix_of(entry["key"]))
             if (record := self.pending.settled.get(where)) is not None:
                 self.pending.settled[where] = replace(record, notes=(*record.notes, note))
