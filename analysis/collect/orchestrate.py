@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -131,8 +130,7 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool
         view = SourceView(
             url,
             settled={} if full else manifest.settled(url),
-            runs_known=partial(manifest.runs_known, url),
-            stack_runs=lambda prefix, url=url: run_dirs_of(prefix, manifest.stack_keys(url, prefix)),
+            manifest=manifest,
         )
         view.bulk = store_opener is None and s3.is_s3(url)  # many reads in flight through obstore
         try:

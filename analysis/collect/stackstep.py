@@ -117,7 +117,11 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
             settled.runs + grown.runs,
             # an old digest of no known kind cannot be extended: of the runs as listed (or the manifest's and the new)
             runs_digest_with(settled.digest, new_runs)
-            or runs_digest(now_runs if now_runs is not None else [*view.stack_runs(prefix), *new_runs]),
+            or runs_digest(
+                now_runs
+                if now_runs is not None
+                else [*run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix)), *new_runs]
+            ),
             grown.notes,
             settled.listed_at,
             view.stamps.get(prefix),

@@ -38,10 +38,7 @@ class SourceView:
     failed: str | None = None  # why it could not be listed: its rows are kept
     bulk: bool = False  # read through analysis.collect.s3 (many requests in flight), not the thread pool
     ahead: dict[str, Future] = field(default_factory=dict)  # stacks being listed while earlier ones are stepped
-    # the manifest's knowledge of this source, for stacks checked by their journal (a bucket's):
-    # which of some run ids it holds, and every run id of a stack (set by the collect)
-    runs_known: Callable[[str, list[str]], set[str]] | None = None
-    stack_runs: Callable[[str], set[str]] | None = None
+    manifest: object = None  # analysis.collect.manifest.Manifest: which run ids of a journaled stack it holds
     restamped: dict[str, str] = field(default_factory=dict)  # unlisted stacks whose journal was read further
     # settled stacks whose journal names runs the manifest lacks: {prefix: those run ids}; their run
     # directories are not listed, nor (unless a step needs them) the runs the manifest holds read
@@ -159,7 +156,7 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
     asked, rest = [], []
     for prefix in prefixes:
         since = journal_since(view.settled[prefix].stamp)
-        (rest if since is None or view.runs_known is None else asked).append((prefix, since))
+        (rest if since is None or view.manifest is None else asked).append((prefix, since))
 
     def one(item: tuple[str, float]) -> tuple[str, str, list[str] | None]:
         prefix, since = item
@@ -176,7 +173,7 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
                 rest.append((prefix, None))
                 continue
             announced = list(dict.fromkeys(runs))
-            held = view.runs_known(prefix, announced) if announced else set()
+            held = view.manifest.runs_known(view.url, prefix, announced) if announced else set()
             new = [r for r in announced if r not in held]
             if not new:
                 view.unlisted.add(prefix)
