@@ -9,7 +9,7 @@ catalog prices it again). Readers get every public column, ``month`` included (e
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
@@ -77,14 +77,10 @@ def delta_table(loc: Location) -> DeltaTable | None:
     except TableNotFoundError:
         return None
     except DeltaError as exc:
-        if local is None and _unreachable(exc):  # a bucket that did not answer is not a damaged table
-            raise
+        unreachable = ("ObjectStore", "error sending request", "Generic S3 error", "GCS error")
+        if local is None and any(word in str(exc) for word in unreachable):  # a bucket that did not answer
+            raise  # is not a damaged table
         raise TableDamaged(loc.text, first_line(exc)) from None
-
-
-def _unreachable(exc: Exception) -> bool:
-    text = str(exc)
-    return any(word in text for word in ("ObjectStore", "error sending request", "Generic S3 error", "GCS error"))
 
 
 def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Dataset:
@@ -101,22 +97,20 @@ def filesystem(dt: DeltaTable, loc: Location):
     if loc.local is not None:
         return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
     if loc.uri.startswith("s3://"):
-        return pa_fs.SubTreeFileSystem(loc.uri.removeprefix("s3://"), _s3_filesystem(loc.storage_options))
+        # Arrow's S3 client with deltalake's options; without keys there, the AWS SDK's own chain
+        options = loc.storage_options
+        endpoint = urlparse(options.get("AWS_ENDPOINT_URL") or "")
+        s3 = pa_fs.S3FileSystem(
+            access_key=options.get("AWS_ACCESS_KEY_ID"),
+            secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
+            session_token=options.get("AWS_SESSION_TOKEN"),
+            region=options.get("AWS_REGION"),
+            endpoint_override=endpoint.netloc or None,
+            scheme=endpoint.scheme or "https",
+        )
+        return pa_fs.SubTreeFileSystem(loc.uri.removeprefix("s3://"), s3)
     return pa_fs.PyFileSystem(
         DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
-    )
-
-
-def _s3_filesystem(options: dict[str, str]) -> pa_fs.S3FileSystem:
-    """Arrow's S3 client with deltalake's options; without keys there, the AWS SDK's own chain."""
-    endpoint = urlparse(options.get("AWS_ENDPOINT_URL") or "")
-    return pa_fs.S3FileSystem(
-        access_key=options.get("AWS_ACCESS_KEY_ID"),
-        secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
-        session_token=options.get("AWS_SESSION_TOKEN"),
-        region=options.get("AWS_REGION"),
-        endpoint_override=endpoint.netloc or None,
-        scheme=endpoint.scheme or "https",
     )
 
 
@@ -135,27 +129,17 @@ def open_dataset(table: str) -> ds.Dataset:
     return snapshot(dt, loc, PUBLIC_SCHEMA)
 
 
-def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> int:
-    """Append `batches` (SCHEMA, or `schema` with more columns) in one commit, streamed. Returns the rows written."""
-    rows = 0
-
-    def counted() -> Iterator[pa.RecordBatch]:
-        nonlocal rows
-        for batch in batches:
-            rows += batch.num_rows
-            yield batch
-
-    reader = pa.RecordBatchReader.from_batches(schema or SCHEMA, counted())
+def append(loc: Location, batches: Iterable[pa.RecordBatch]) -> None:
+    """Append `batches` (of SCHEMA) in one commit, streamed."""
     write_deltalake(
         loc.uri,
-        reader,
+        pa.RecordBatchReader.from_batches(SCHEMA, batches),
         mode="append",
         partition_by=list(PARTITION_COLUMNS),
         storage_options=loc.storage_options or None,
         schema_mode="merge",  # a column an older table had and this release lacks stays
         target_file_size=64 * 1024 * 1024,
     )
-    return rows
 
 
 def replace(loc: Location, rows: pa.Table, deleted: Sequence[tuple[str, str, str]]) -> None:
