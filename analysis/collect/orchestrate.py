@@ -38,7 +38,7 @@ from analysis.dataset.export import (
 )
 from analysis.dataset.location import DiskFull, first_line, is_disk_full, resolve
 from analysis.dataset.stackwise import TableView, commit, pricing_identity
-from analysis.dataset.store import EXPORT_SCHEMA, StoredRows
+from analysis.dataset.store import StoredRows
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress
 from payload import layout
@@ -315,7 +315,7 @@ def _export(loc, out: Path, summary: Summary, count: int, version: int | None, e
             if version is not None:
                 export_table(loc.uri, out)
             else:  # nothing was ever collected into the table
-                write_table_batches([], EXPORT_SCHEMA, out)
+                write_table_batches([], out)
             summary.table_written = True
             current = True
     elif export is None and loc.local is not None and (summary.table_written or not current):

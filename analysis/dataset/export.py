@@ -19,7 +19,6 @@ from analysis.dataset.store import (
     EXPORT_NAME,
     EXPORT_SCHEMA,
     ORDER,
-    PUBLIC_SCHEMA,
     TableNotFound,
     delta_table,
     open_dataset,
@@ -48,7 +47,7 @@ def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
     if dt is None:
         raise TableNotFound(loc)
     # the version exported is the one read: an export that lags the table is known by it (export_current)
-    return write_table_batches(_sorted_batches(snapshot(dt, loc, PUBLIC_SCHEMA)), EXPORT_SCHEMA, out_dir, dt.version())
+    return write_table_batches(_sorted_batches(snapshot(dt, loc)), out_dir, dt.version())
 
 
 def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
@@ -61,8 +60,9 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     )
 
 
-def write_table_batches(batches, schema, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
-    """The runs table as Parquet and CSV, streamed from batches of `schema`; `version`: the dataset's they are of."""
+def write_table_batches(batches, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
+    """The runs table as Parquet and CSV, streamed from batches of EXPORT_SCHEMA; `version`: the dataset's they are of."""
+    schema = EXPORT_SCHEMA
     if version is not None:
         schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: str(version).encode()})
 

@@ -83,11 +83,11 @@ def delta_table(loc: Location) -> DeltaTable | None:
         raise TableDamaged(loc.text, first_line(exc)) from None
 
 
-def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Dataset:
-    """`dt`'s snapshot as a pyarrow Dataset of `schema`, through Arrow's own file system where it can:
+def snapshot(dt: DeltaTable, loc: Location) -> ds.Dataset:
+    """`dt`'s snapshot as a pyarrow Dataset of PUBLIC_SCHEMA, through Arrow's own file system where it can:
     deltalake's Python one hands Arrow buffers owned by Python, which the parquet reader may release on an
     Arrow thread while the interpreter exits ("terminate called without an active exception")."""
-    return dt.to_pyarrow_dataset(schema=schema, filesystem=filesystem(dt, loc))
+    return dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA, filesystem=filesystem(dt, loc))
 
 
 def filesystem(dt: DeltaTable, loc: Location):
@@ -126,7 +126,7 @@ def open_dataset(table: str) -> ds.Dataset:
 
             return ds.dataset(str(export), format="parquet")
         raise TableNotFound(loc)
-    return snapshot(dt, loc, PUBLIC_SCHEMA)
+    return snapshot(dt, loc)
 
 
 def append(loc: Location, batches: Iterable[pa.RecordBatch]) -> None:
