@@ -1,11 +1,7 @@
-"""What the last collect saw, so the next one reads only what changed: one SQLite file
-(``.collect-manifest.sqlite`` beside a local table, in the cache for a bucket's), never the rows.
-``entries``: one per result object (source, stack prefix, etag and size when read, whether it made a
-row, its status, why it was set aside), read and written a stack at a time. ``stacks``: each source's
-*settled* stacks (every run directory holds a final result that parsed, nothing else lies there): a
-final result is written once, so such a stack changes only by gaining or losing run directories, and is
-not listed file by file again until SETTLED_MAX_AGE_S or `collect --full`. ``meta``: the format, the table version it is in step with,
-the price catalog. An unreadable manifest, or one of another format, is a cold start, never an error."""
+"""What the last collect saw, so the next one reads only what changed (docs/collect.md, "The manifest"
+and "Settled stacks"): one SQLite file of ``entries`` (one per result object, never the rows), ``stacks``
+(each source's settled stacks, not listed file by file again until SETTLED_MAX_AGE_S or `collect --full`)
+and ``meta`` (format, table version, price catalog). An unreadable one, or of another format, is a cold start."""
 
 from __future__ import annotations
 
@@ -48,7 +44,7 @@ class SettledStack:
     digest: str  # of the run ids (runs_digest): what the next listing is compared with
     notes: tuple[dict, ...]  # files set aside in it, replayed as found
     listed_at: float  # epoch seconds of that listing
-    # file:// only: the stack directory's stamp taken before that listing (analysis.collect.stacks);
+    # file:// only: the stack directory's stamp taken before that listing (analysis.collect.survey);
     # while it is the same, not even the run directories are read
     stamp: str | None = None
 

@@ -250,12 +250,9 @@ def _v0_to_v1(old: dict) -> dict:
         "metrics": {
             "train_seconds": old.get("train_seconds"),
             "samples_per_second": old.get("images_per_second"),
-            "samples_per_second_spread": None,
             "final_accuracy": old.get("accuracy"),
-            "gpu_utilization_mean": None,
-            "gpu_memory_peak_gb": None,
-            "epochs_completed": None,
-            "steps_completed": None,
+            **dict.fromkeys(("samples_per_second_spread", "gpu_utilization_mean", "gpu_memory_peak_gb")),
+            **dict.fromkeys(("epochs_completed", "steps_completed")),
         },
         "attempts": [
             {

@@ -1,10 +1,6 @@
-"""The results dataset as a Delta Lake table: opened, read, appended to and changed, each change one atomic
-commit in its log (a snapshot is the files the latest commit names, never a writer's half-uploaded ones);
-StoredRows, the rows a collect returns, read from it on first use. Its columns and their Arrow types:
-analysis.dataset.row.COLUMN_SPEC's, then analysis.price.runs.PRICE_COLUMNS (text unless named in
-_PRICE_FLOATS), and two of the dataset's own: ``month`` (``YYYY-MM`` of ``started_at``; with ``stack``,
-the partition) and ``priced_with`` (the price catalog a row was priced with: a collect under another
-catalog prices it again). Readers get every public column, ``month`` included (engines filter on it)."""
+"""The results dataset as a Delta Lake table (docs/scale.md): opened, read, appended to and changed, each
+change one atomic commit in its log; its columns' Arrow types (row.COLUMN_SPEC's, the price columns, text
+unless in _PRICE_FLOATS, and its own ``month`` and ``priced_with``); StoredRows, the rows a collect returns."""
 
 from __future__ import annotations
 
