@@ -21,7 +21,6 @@ from analysis.collect.stackstep import (
     StackChanges,
     StepContext,
     appended_step,
-    run_dirs_of,
     step,
     unreadable_names,
 )
@@ -208,7 +207,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
                     for view in ok:
                         view.list_ahead(then, ahead)
                 ctx.prefetch.following = next(iter(following[prefix]), None)
-                changes = _appended(ctx, prefix, ok, known) if trusting else None
+                changes = appended_step(ctx, prefix, ok, known) if trusting else None
                 batch.add(changes or step(ctx, prefix))
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
@@ -273,25 +272,6 @@ class Batch:
             where = (entry["source"], layout.stack_prefix_of(entry["key"]))
             if (record := self.pending.settled.get(where)) is not None:
                 self.pending.settled[where] = replace(record, notes=(*record.notes, note))
-
-
-def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
-    """appended_step of a settled stack of one source that only gained run directories; None when the
-    whole step is needed (another source has it, or a run directory the manifest knows is gone)."""
-    owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
-    if len(owners) != 1 or owners[0].lister is None:
-        return None
-    view = owners[0]
-    if prefix in view.journaled:  # the runs its journal names that the manifest lacks
-        return appended_step(ctx, prefix, view, view.journaled[prefix])
-    if prefix not in view.grown:
-        return None
-    old_runs, now_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix)), view.grown[prefix]
-    new_runs = [r for r in now_runs if r not in old_runs]
-    # run directory names are unique: every known run is still there when the ones not new are as many
-    if len(old_runs) != view.settled[prefix].runs or len(now_runs) - len(new_runs) != len(old_runs):
-        return None
-    return appended_step(ctx, prefix, view, new_runs)
 
 
 def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str, set[str]]) -> bool:

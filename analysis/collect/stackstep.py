@@ -88,11 +88,27 @@ def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
     return changes
 
 
-def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: list[str]) -> StackChanges | None:
-    """A settled stack of one source that only gained run directories (`new_runs`): only those listed,
-    read and judged (the table, in step with the manifest, has no row of them). None when one cannot be listed."""
-    settled, now_runs = view.settled[prefix], view.grown.get(prefix)  # None: found by its journal
-    st = _Stack(prefix)
+def appended_step(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
+    """A settled stack of one source that only gained run directories: only those listed, read and judged
+    (the table, in step with the manifest, has no row of them). None when the whole step is needed: another
+    source has it (`known`: each source's stacks in the manifest), a run directory the manifest knows is
+    gone, or one cannot be listed."""
+    owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
+    if len(owners) != 1 or owners[0].lister is None:
+        return None
+    view = owners[0]
+    now_runs = view.grown.get(prefix)  # None: found by its journal, or not grown
+    if prefix in view.journaled:  # the runs its journal names that the manifest lacks
+        new_runs = view.journaled[prefix]
+    elif now_runs is None:
+        return None
+    else:
+        old_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix))
+        new_runs = [r for r in now_runs if r not in old_runs]
+        # run directory names are unique: every known run is still there when the ones not new are as many
+        if len(old_runs) != view.settled[prefix].runs or len(now_runs) - len(new_runs) != len(old_runs):
+            return None
+    settled, st = view.settled[prefix], _Stack(prefix)
     try:
         if view.lister.new_runs_cheaper(len(new_runs), settled.runs + len(new_runs)):
             objects = _listed_runs(view, prefix, new_runs)
