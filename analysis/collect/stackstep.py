@@ -77,11 +77,8 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
 def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
     """Read what the step must, judge it, and the changes (`have`: the table's keys of the stack)."""
     _read(ctx, st)
-    reasons: dict[str, str] = {}
     judged = Summary(sources=[v.url for v in ctx.views])
-    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged, reasons=reasons)
-    for mkey, why in reasons.items():
-        st.fresh[mkey]["reason"] = why
+    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged)
     _note(ctx, st, judged.skipped)
     changes = _table_changes(ctx, st, have, winners)
     _manifest_changes(st, changes)

@@ -30,19 +30,16 @@ IN_ORDER = (("started_at", "finished_at"), ("launch_at", "terminated_at"))
 TIMES = ("started_at", "finished_at", "launch_at", "terminated_at")
 
 
-def dedupe(
-    entries: dict[str, dict], summary: Summary, *, now: float | None = None, reasons: dict[str, str] | None = None
-) -> list[dict]:
+def dedupe(entries: dict[str, dict], summary: Summary, *, now: float | None = None) -> list[dict]:
     """One row per (stack, run id). Copies rank by what a result's writer cannot forge: the order of the
     sources (`summary.sources`; without one, the newest finished_at), then the entry key. The first
-    believable copy (row_problem) wins; the others are set aside with why (in `reasons`)."""
-    reasons = {} if reasons is None else reasons
+    believable copy (row_problem) wins; the others are set aside with why (in their entry's "reason")."""
 
-    def set_aside(mkey: str, e: dict, reason: str) -> None:
-        reasons[mkey] = reason
+    def set_aside(e: dict, reason: str) -> None:
+        e["reason"] = reason
         summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": reason})
 
-    copies: dict[tuple[str, str], list[tuple[str, dict]]] = {}
+    copies: dict[tuple[str, str], list[dict]] = {}
     for mkey in sorted(entries):  # by entry key: a fixed order whatever order they were found in
         e = entries[mkey]
         if "row" not in e:
@@ -51,24 +48,24 @@ def dedupe(
         try:
             misplaced_check(e["row"], e["key"])  # here, not at download: cached rows are judged too
         except ValueError as exc:
-            set_aside(mkey, e, str(exc))
+            set_aside(e, str(exc))
             continue
-        copies.setdefault((e["row"]["stack"], e["row"]["run_id"]), []).append((mkey, e))
+        copies.setdefault((e["row"]["stack"], e["row"]["run_id"]), []).append(e)
     order = {url: i for i, url in enumerate(summary.sources)}
     rows = []
     for found in copies.values():
         if order:  # sorts are stable: equal ranks keep the entry keys' order
-            found.sort(key=lambda c: order.get(c[1].get("source"), len(order)))
+            found.sort(key=lambda e: order.get(e.get("source"), len(order)))
         else:
-            found.sort(key=lambda c: c[1]["row"].get("finished_at") or "", reverse=True)
+            found.sort(key=lambda e: e["row"].get("finished_at") or "", reverse=True)
         winner = None
-        for mkey, e in found:
+        for e in found:
             if winner is not None:
                 kept = winner["row"]
                 reason = f"duplicate of run {kept['run_id']}: kept {winner.get('url')}"
-                set_aside(mkey, e, f"{reason} (finished {kept['finished_at']})")
+                set_aside(e, f"{reason} (finished {kept['finished_at']})")
             elif problem := row_problem(e["row"], now):
-                set_aside(mkey, e, problem)
+                set_aside(e, problem)
             else:
                 winner = e
                 rows.append(e["row"])
