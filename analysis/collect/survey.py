@@ -57,15 +57,14 @@ class SourceView:
         lister = self.lister
         if lister is None or lister.listing_threads <= 1 or self.failed is not None or prefix in self.ahead:
             return
-        if prefix in self.prefixes and not (
-            prefix in self.unlisted or prefix in self.grown or prefix in self.journaled
-        ):
-            self.ahead[prefix] = pool.submit(self._stamped_listing, prefix)
+        if prefix not in self.prefixes or any(prefix in s for s in (self.unlisted, self.grown, self.journaled)):
+            return  # not listed whole by its step
 
-    def _stamped_listing(self, prefix: str) -> dict:
-        """The stack's stamp, then its listing (a bucket's stamp is a request)."""
-        self.take_stamp(prefix)
-        return self._listed(prefix)
+        def listing() -> dict:  # its stamp, then its listing (a bucket's stamp is a request)
+            self.take_stamp(prefix)
+            return self._listed(prefix)
+
+        self.ahead[prefix] = pool.submit(listing)
 
     def take_stamp(self, prefix: str) -> None:
         """The stack's stamp, once, before its listing (a change during it shows next time); None when a
