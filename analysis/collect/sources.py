@@ -107,24 +107,20 @@ def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> d
 
 
 def download(
-    todo: list[Download],
-    workers: int | None,
-    spot_pricer: SpotPricer | None,
-    stopped: dict[str, str],
-    here: bool = False,
+    todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None, stopped: dict[str, str]
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of `todo` as each download finishes, through a thread pool of `workers`, or in this
-    thread when `here` (local files). A source that stops answering is not tried again (`stopped`: url -> why)."""
-    if here or not todo:
-        yield from (_fetch(item, stopped, spot_pricer) for item in todo)
+    """(mkey, entry) of `todo` as each download finishes, through a thread pool of `workers`. A source that
+    stops answering is not tried again (`stopped`: url -> why)."""
+    if not todo:
         return
     # Ctrl-C (or a caller that stops reading) cancels the downloads not started and waits for none.
     with InterruptiblePool(max(1, min(workers or DEFAULT_WORKERS, len(todo))), "collect-download") as pool:
-        for fut in as_completed([pool.submit(_fetch, item, stopped, spot_pricer) for item in todo]):
+        for fut in as_completed([pool.submit(fetch, item, stopped, spot_pricer) for item in todo]):
             yield fut.result()
 
 
-def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | None) -> tuple[str, dict]:
+def fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | None) -> tuple[str, dict]:
+    """(mkey, entry) of one download, read with payload.storage (capped) and parsed."""
     store, url, key, info = item
     entry = new_entry(store, url, info)
     failed = {"etag": None, "failed": True}  # not cached: the next collect tries again

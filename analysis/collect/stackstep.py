@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from analysis.collect.manifest import SettledStack, replay, runs_digest, runs_digest_with, settled_stack
-from analysis.collect.sources import SpotPricer, bulk_read, download, entry_key, price_bulk, unchanged
+from analysis.collect.sources import SpotPricer, bulk_read, download, entry_key, fetch, price_bulk, unchanged
 from analysis.collect.survey import SourceView
 from analysis.collect.trust import dedupe
 from analysis.collect.validation import UNREADABLE_NAME, Summary, classify
@@ -283,7 +283,7 @@ def _downloads(ctx: StepContext, st: _Stack):
     for view, key, info in st.todo:
         if not view.bulk:
             (local if type(view.store).__name__ == "FileStore" else pooled).append((view.store, view.url, key, info))
-    yield from download(local, None, ctx.spot_pricer, ctx.stopped, here=True)
+    yield from (fetch(item, ctx.stopped, ctx.spot_pricer) for item in local)  # in this thread: a read is CPU
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
     start_next = partial(ctx.prefetch.start, ctx.views)
     for view in ctx.views:
