@@ -217,7 +217,7 @@ def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
     in its billing windows (pricing time-weights them)."""
     if spot_pricer is None or row["market"] != "spot" or _spot_history(row["provider"]) is None:
         return row
-    if not (priced := spot_pricer(result)):
+    if not (priced := spot_pricer(result)):  # no history where the run ran, or no credentials for it
         return row
     paid = {a["attempt"]: a for a in priced.get("attempts", []) if a.get("series")}
     windows = json.loads(row["attempts_json"])
@@ -283,10 +283,8 @@ class Prefetch:
     def take(self, url: str, prefix: str) -> dict[str, Fetched]:
         """{key: Fetched} fetched ahead for one source's stack; empty when nothing was (or it failed)."""
         job = self.jobs.pop((url, prefix), None)
-        if job is None:
-            return {}
         try:
-            return job.result()
+            return {} if job is None else job.result()
         except Exception:  # noqa: BLE001 - a failed prefetch is only a missed head start: the step reads
             return {}
 

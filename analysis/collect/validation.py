@@ -18,7 +18,6 @@ from payload.schema import SCHEMA_VERSION, ResultValidationError, is_valid, vali
 # tail (payload.workloads.job.LOG_TAIL_NAME: named here, that module loads the job runner)
 LOG_TAIL_NAME = "log-tail.txt"
 KNOWN_RUN_FILES = (*layout.RUN_FILES, LOG_TAIL_NAME)
-KNOWN_RUN_DIRS = layout.RUN_DIRS
 
 PARTIAL_UPLOAD = "partial: temporary upload file"
 UNREADABLE_NAME = "unreadable name: not UTF-8 text (shown escaped); rename it to collect it"
@@ -111,7 +110,7 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
 
 def run_file_problem(rest: str) -> str | None:
     """Why a file of a run directory (not result.json) is set aside, None for a known one."""
-    if layout.version_of(rest)[0] in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
+    if layout.version_of(rest)[0] in KNOWN_RUN_FILES or rest.startswith(layout.RUN_DIRS):
         return None
     if rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
         return PARTIAL_UPLOAD
