@@ -1,11 +1,7 @@
-"""What the last collect saw, so the next one reads only what changed: one SQLite file
-(``.collect-manifest.sqlite`` beside a local table, in the cache for a bucket's), never the rows.
-``entries``: one per result object (source, stack prefix, etag and size when read, whether it made a
-row, its status, why it was set aside), read and written a stack at a time. ``stacks``: each source's
-*settled* stacks (every run directory holds a final result that parsed, nothing else lies there): a
-final result is written once, so such a stack changes only by gaining or losing run directories, and is
-not listed file by file again until SETTLED_MAX_AGE_S or `collect --full`. ``meta``: the format, the table version it is in step with,
-the price catalog. An unreadable manifest, or one of another format, is a cold start, never an error."""
+"""What the last collect saw, so the next one reads only what changed (docs/collect.md, "The manifest"
+and "Settled stacks"): one SQLite file of ``entries`` (one per result object, never the rows), ``stacks``
+(each source's settled stacks, not listed file by file again until SETTLED_MAX_AGE_S or `collect --full`)
+and ``meta`` (format, table version, price catalog). An unreadable one, or of another format, is a cold start."""
 
 from __future__ import annotations
 
@@ -16,9 +12,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.collect.summary import Summary
-from analysis.collect.validation import UNKNOWN_RUN_FILE, classify
-from analysis.dataset.faults import DiskFull, is_disk_full
+from analysis.collect.validation import UNKNOWN_RUN_FILE, Summary, classify
+from analysis.dataset.location import DiskFull, is_disk_full
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
 from payload import layout
@@ -49,7 +44,7 @@ class SettledStack:
     digest: str  # of the run ids (runs_digest): what the next listing is compared with
     notes: tuple[dict, ...]  # files set aside in it, replayed as found
     listed_at: float  # epoch seconds of that listing
-    # file:// only: the stack directory's stamp taken before that listing (analysis.collect.stacks);
+    # file:// only: the stack directory's stamp taken before that listing (analysis.collect.survey);
     # while it is the same, not even the run directories are read
     stamp: str | None = None
 
@@ -95,15 +90,6 @@ def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: 
     if any(status_of(key) not in FINAL_STATUSES for key in results):
         return None
     return SettledStack(runs, runs_digest({layout.parse_key(k).run_id for k in results}), tuple(notes), now)
-
-
-def entry_of(mkey: str, values: tuple) -> dict:
-    """A manifest entry as collect uses it (`reason` only when set aside)."""
-    e = dict(zip(ENTRY_COLUMNS[1:], values, strict=True))
-    e["has_row"] = bool(e["has_row"])
-    if e["reason"] is None:
-        e.pop("reason")
-    return e
 
 
 class Manifest:
@@ -173,7 +159,13 @@ class Manifest:
             f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries WHERE source = ? AND prefix = ?",  # noqa: S608
             (source, prefix),
         )
-        return {r[0]: entry_of(r[0], r[1:]) for r in rows}
+        found = {}
+        for mkey, *values in rows:  # an entry as collect uses it: `reason` only when set aside
+            e = found[mkey] = dict(zip(ENTRY_COLUMNS[1:], values, strict=True))
+            e["has_row"] = bool(e["has_row"])
+            if e["reason"] is None:
+                del e["reason"]
+        return found
 
     def stack_keys(self, source: str, prefix: str) -> list[str]:
         """The object keys of one source's stack (from the index alone)."""
@@ -184,16 +176,6 @@ class Manifest:
         query = "SELECT 1 FROM entries WHERE source = ? AND prefix = ? AND key >= ? AND key < ? LIMIT 1"
         # '0' follows '/': every key of run r lies in [prefix r/, prefix r0)
         return {r for r in run_ids if self._read(query, (source, prefix, f"{prefix}{r}/", f"{prefix}{r}0"))}
-
-    def restamp(self, source: str, stamps: dict[str, str]) -> None:
-        """Move settled stacks' stamps on (a journal read further than they said), nothing else."""
-        if not stamps:
-            return
-        with self._transaction() as db:
-            db.executemany(
-                "UPDATE stacks SET stamp = ? WHERE source = ? AND prefix = ?",
-                [(stamp, source, prefix) for prefix, stamp in stamps.items()],
-            )
 
     def prefixes(self, source: str) -> set[str]:
         """The stack prefixes of `source` with entries (the stacks the last collects saw there)."""
@@ -231,10 +213,9 @@ class Manifest:
         removed: Iterable[str] = (),
         settled: dict[tuple[str, str], SettledStack | None] | None = None,
         table_version: int | None = None,
-        priced_with: str | None = None,
     ) -> None:
         """One transaction: `entries` ((mkey, entry)) written, `removed` dropped, settled records set or
-        (None) dropped by (source, prefix), the table version and catalog recorded."""
+        (None) dropped by (source, prefix), the table version recorded."""
         with self._transaction() as db:
             db.executemany(
                 f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",
@@ -248,7 +229,7 @@ class Manifest:
                         "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at, s.stamp),
                     )
-            self._set_meta(db, table_version=table_version, priced_with=priced_with)
+            self._set_meta(db, table_version=table_version)
 
     @contextmanager
     def _transaction(self):
@@ -278,19 +259,25 @@ class Manifest:
         found = set(self._skip_scan("SELECT min(source) FROM entries WHERE source > ?"))
         return found | {s for (s,) in self._db.execute("SELECT DISTINCT source FROM stacks")}
 
-    def forget_sources_except(self, sources: Iterable[str]) -> None:
-        gone = sorted(self.sources() - set(sources))
-        for table in ("entries", "stacks"):
-            self._db.executemany(f"DELETE FROM {table} WHERE source = ?", ((s,) for s in gone))  # noqa: S608
-
     def _set_meta(self, db, **values) -> None:
         for k, v in values.items():
             if v is not None:
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, str(v)))
                 self._meta[k] = str(v)
 
-    def step(self, table_version: int | None, priced_with: str | None) -> None:
-        self._set_meta(self._db, table_version=table_version, priced_with=priced_with)
+    def finish(self, restamped: dict[str, dict[str, str]], sources: Iterable[str], table_version, priced_with) -> None:
+        """The end of a collect: settled stacks' stamps moved on (a journal read further than they said:
+        {source: {prefix: stamp}}), sources not in `sources` forgotten, the table version and catalog recorded."""
+        gone = sorted(self.sources() - set(sources))
+        with self._transaction() as db:
+            for source, stamps in restamped.items():
+                db.executemany(
+                    "UPDATE stacks SET stamp = ? WHERE source = ? AND prefix = ?",
+                    [(stamp, source, prefix) for prefix, stamp in stamps.items()],
+                )
+            for table in ("entries", "stacks"):
+                db.executemany(f"DELETE FROM {table} WHERE source = ?", ((s,) for s in gone))  # noqa: S608
+            self._set_meta(db, table_version=table_version, priced_with=priced_with)
 
     @property
     def table_version(self) -> int | None:

@@ -1,5 +1,5 @@
 """One collect: every source surveyed, then the table's stacks one at a time (survey, stackstep),
-committed in batches (batch), then the export. It holds one stack and one batch at a time, never the
+committed in batches (Batch), then the export. It holds one stack and one batch at a time, never the
 table, and a collect that adds a few runs reads, judges and writes only those."""
 
 from __future__ import annotations
@@ -8,35 +8,36 @@ import gc
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager, suppress
-from functools import partial
+from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
 from analysis.collect import s3
-from analysis.collect.batch import Batch
 from analysis.collect.lock import table_lock
-from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
-from analysis.collect.prefetch import Prefetch
-from analysis.collect.spot import SpotPricer
-from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
-from analysis.collect.summary import Summary
-from analysis.collect.survey import SourceView, survey_store, trusted_settled
-from analysis.collect.validation import classify, wrong_layout
+from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged, replay
+from analysis.collect.sources import Prefetch, SpotPricer
+from analysis.collect.stackstep import (
+    StackChanges,
+    StepContext,
+    appended_step,
+    step,
+    unreadable_names,
+)
+from analysis.collect.survey import SourceView, survey_store
+from analysis.collect.validation import Summary, classify, wrong_layout
 from analysis.dataset.export import (
+    export_current,
     export_table,
-    export_version,
     remove_stale_temporaries,
     remove_table,
     table_is_whole,
     table_paths,
     write_table_batches,
 )
-from analysis.dataset.faults import DiskFull, first_line, is_disk_full
-from analysis.dataset.location import resolve
-from analysis.dataset.schema import EXPORT_SCHEMA
-from analysis.dataset.stackwise import TableView, pricing_identity
-from analysis.dataset.store import StoredRows, table_version
+from analysis.dataset.location import DiskFull, first_line, is_disk_full, resolve
+from analysis.dataset.stackwise import TableView, commit, pricing_identity
+from analysis.dataset.store import StoredRows
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress
 from payload import layout
@@ -73,65 +74,52 @@ def collect(
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
-    summary = Summary(sources=list(urls))
+    urls = list(urls)
+
+    def once(full: bool) -> tuple[Summary, int]:
+        """Survey, then every stack and the export: (summary, the table's row count)."""
+        summary = Summary(sources=urls)
+        views, not_found = _survey(urls, manifest, summary, store_opener, full)
+        if not_found:  # runs were expected and some source held none: nothing is touched
+            tv = TableView(loc)
+            current = loc.local is not None and export_current(out, tv.version)
+            summary.table = _names(loc, out, export is not False and current)
+            return summary, tv.count()
+        count, version = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
+        _export(loc, out, summary, count, version, export)
+        return summary, count
+
+    # the objects alive before the collect frozen out of the garbage collector's scans (each full collection
+    # would scan them all again: a third of the CPU of parsing a result); a caller's freeze is kept
+    frozen = not gc.get_freeze_count()
+    if frozen:
+        gc.freeze()
     try:
-        with _older_objects_left_alone():
-            remove_stale_temporaries(out)
-            manifest = Manifest(out / MANIFEST_NAME)
-            bar = Progress(None, "collect", unit="obj", enabled=progress)
-            run = (loc, out, list(urls), manifest, workers, bar, store_opener, spot_pricer, export)
-            try:
-                full = not manifest.readable() or full  # damaged entries: every file listed and read again
-                try:
-                    count = _collect_once(*run, summary, full)
-                except ManifestDamaged:  # found past its first pages: started over, every file read again
-                    summary = Summary(sources=list(urls))
-                    count = _collect_once(*run, summary, True)
-            finally:
-                bar.close()
-                manifest.close()
+        remove_stale_temporaries(out)
+        manifest = Manifest(out / MANIFEST_NAME)
+        bar = Progress(None, "collect", unit="obj", enabled=progress)
+        try:
+            try:  # damaged entries: every file listed and read again
+                summary, count = once(not manifest.readable() or full)
+            except ManifestDamaged:  # found past its first pages: started over, every file read again
+                summary, count = once(True)
+        finally:
+            bar.close()
+            manifest.close()
     except BaseException as exc:
-        _drop_lagging_export(loc, out)  # what it committed is the table's: an export now behind it is not read
+        # what it committed is the table's: an export now behind it is removed (readers then read the table)
+        with suppress(Exception):
+            if loc.local is not None and table_is_whole(out) and not export_current(out, TableView(loc).version):
+                remove_table(out)
         if isinstance(exc, Exception) and not isinstance(exc, DiskFull) and is_disk_full(exc):
             raise DiskFull(loc.text if loc.local is not None else str(out), first_line(exc)) from exc
         raise
+    finally:
+        if frozen:
+            gc.unfreeze()
     summary.valid = count
     summary.seconds = time.perf_counter() - t0
     return summary, StoredRows(loc, count)
-
-
-def _drop_lagging_export(loc, out: Path) -> None:
-    """After a failed collect, an export that lags the table is removed (readers then read the table). Never raises."""
-    with suppress(Exception):
-        if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
-            remove_table(out)
-
-
-@contextmanager
-def _older_objects_left_alone():
-    """The objects alive before the collect frozen out of the garbage collector's scans (each full
-    collection would scan them all again: a third of the CPU of parsing a result). A caller's freeze is kept."""
-    mine = not gc.get_freeze_count()
-    if mine:
-        gc.freeze()
-    try:
-        yield
-    finally:
-        if mine:
-            gc.unfreeze()
-
-
-def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, spot_pricer, export, summary, full):
-    """Survey, then every stack and the export; returns the table's row count."""
-    views, not_found = _survey(urls, manifest, summary, store_opener, full)
-    if not_found:  # runs were expected and some source held none: nothing is touched
-        tv = TableView(loc)
-        current = loc.local is not None and _export_current(out, tv.version)
-        summary.table = _names(loc, out, export is not False and current)
-        return tv.count()
-    count, version = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
-    _export(loc, out, summary, count, version, export)
-    return count
 
 
 def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool):
@@ -141,14 +129,11 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool
         view = SourceView(
             url,
             settled={} if full else manifest.settled(url),
-            runs_known=partial(manifest.runs_known, url),
-            stack_runs=lambda prefix, url=url: run_dirs_of(prefix, manifest.stack_keys(url, prefix)),
+            manifest=manifest,
         )
         view.bulk = store_opener is None and s3.is_s3(url)  # many reads in flight through obstore
         try:
-            loose = survey_store(
-                view, s3.S3Bulk if view.bulk else store_opener or open_store, trusted_settled(view.settled)
-            )
+            loose = survey_store(view, s3.S3Bulk if view.bulk else store_opener or open_store)
         except StorageError as exc:  # an outage must not empty the table: its rows are kept
             view.failed = str(exc)
             summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
@@ -203,7 +188,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         # in step with the table, priced alike and every source listed: a stack that only gained runs costs its new runs
         trusting = in_step and identity == manifest.priced_with and len(ok) == len(views)
         ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
-        batch = Batch(loc, tv, manifest, summary, identity)
+        batch = Batch(loc, ctx)
         stepped = [p for p in prefixes if p not in fast]
         # the next stacks a step lists, listed during this one
         following = {p: stepped[i + 1 : i + 1 + LIST_AHEAD] for i, p in enumerate(stepped)}
@@ -213,46 +198,80 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         ):
             ctx.prefetch = Prefetch(early, manifest, workers)
             for prefix in prefixes:
-                if prefix in fast:
-                    fast_step(ctx, prefix)
+                if prefix in fast:  # settled and unchanged everywhere: counted and its notes replayed, nothing read
+                    for view in ok:
+                        if prefix in view.unlisted:
+                            replay(summary, view.settled[prefix])
                     continue
                 for then in following[prefix]:
                     for view in ok:
                         view.list_ahead(then, ahead)
                 ctx.prefetch.following = next(iter(following[prefix]), None)
-                changes = _appended(ctx, prefix, ok, known) if trusting else None
+                changes = appended_step(ctx, prefix, ok, known) if trusting else None
                 batch.add(changes or step(ctx, prefix))
-                if batch.full():
-                    batch.flush()
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
                 summary.skipped += [{**n, "url": view.url} for n in unreadable_names(view, layout.ROOT)]
             ctx.prefetch.jobs.clear()  # what no step took (its stack went another way)
         batch.flush()
-        for view in ok:  # journals read further for stacks that stayed settled
-            manifest.restamp(view.url, view.restamped)
-        manifest.forget_sources_except(urls)
-        manifest.step(tv.version, identity)
+        # journals read further for stacks that stayed settled
+        manifest.finish({v.url: v.restamped for v in ok}, urls, tv.version, identity)
         return tv.count(), tv.version
 
 
-def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
-    """appended_step of a settled stack of one source that only gained run directories; None when the
-    whole step is needed (another source has it, or a run directory the manifest knows is gone)."""
-    owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
-    if len(owners) != 1 or owners[0].lister is None:
-        return None
-    view = owners[0]
-    if prefix in view.journaled:  # the runs its journal names that the manifest lacks
-        return appended_step(ctx, prefix, view, view.journaled[prefix])
-    if prefix not in view.grown:
-        return None
-    old_runs, now_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix)), view.grown[prefix]
-    new_runs = [r for r in now_runs if r not in old_runs]
-    # run directory names are unique: every known run is still there when the ones not new are as many
-    if len(old_runs) != view.settled[prefix].runs or len(now_runs) - len(new_runs) != len(old_runs):
-        return None
-    return appended_step(ctx, prefix, view, new_runs)
+COMMIT_ROWS = 10_000  # rows written or removed per commit
+COMMIT_ENTRIES = 50_000  # manifest entries held before they are written
+
+
+class Batch:
+    """Several stacks' changes in one commit to the table (one per stack is slow, one per collect holds every
+    row), then their manifest entries: a collect interrupted between batches loses nothing."""
+
+    def __init__(self, loc, ctx: StepContext):
+        self.loc, self.ctx = loc, ctx
+        self.pending = StackChanges()
+
+    def add(self, changes: StackChanges) -> None:
+        """Committed once COMMIT_ROWS rows or COMMIT_ENTRIES manifest entries wait."""
+        p = self.pending
+        p.rows += changes.rows
+        p.replacing |= changes.replacing
+        p.deleted += changes.deleted
+        p.entries += changes.entries
+        p.removed += changes.removed
+        p.settled.update(changes.settled)
+        if len(p.rows) + len(p.deleted) >= COMMIT_ROWS or len(p.entries) >= COMMIT_ENTRIES:
+            self.flush()
+
+    def flush(self) -> None:
+        p = self.pending
+        written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.ctx.identity)
+        if written:
+            self.ctx.table.refresh()
+            self.ctx.summary.table_written = True
+        if refused:
+            self._set_aside(refused)
+        self.ctx.manifest.write(p.entries, p.removed, p.settled, table_version=self.ctx.table.version)
+        self.pending = StackChanges()
+
+    def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
+        """Rows the table cannot hold, set aside with the reason (summary, manifest entry, settled record);
+        a row re-priced from the table keeps its row."""
+        entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
+        for row, reason in refused:
+            entry = entries.get((row["source"], row["key"]))
+            if entry is None:
+                self.ctx.summary.skipped.append(
+                    {"key": row["key"], "url": row["source"], "reason": f"kept the previous row: {reason}"}
+                )
+                continue
+            entry.pop("row")
+            entry["reason"] = reason
+            note = {"key": entry["key"], "url": entry.get("url"), "reason": reason}
+            self.ctx.summary.skipped.append(note)
+            where = (entry["source"], layout.stack_prefix_of(entry["key"]))
+            if (record := self.pending.settled.get(where)) is not None:
+                self.pending.settled[where] = replace(record, notes=(*record.notes, note))
 
 
 def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str, set[str]]) -> bool:
@@ -269,25 +288,20 @@ def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str,
 def _export(loc, out: Path, summary: Summary, count: int, version: int | None, export: bool | None) -> None:
     """The export (see collect's `export`), written when the table changed or it is missing, damaged or
     behind `version`; and where the table is named."""
-    current = _export_current(out, version)
+    current = export_current(out, version)
     wanted = export if export is not None else (loc.local is not None and count <= EXPORT_MAX_ROWS)
     if wanted:
         if summary.table_written or not current:
             if version is not None:
                 export_table(loc.uri, out)
             else:  # nothing was ever collected into the table
-                write_table_batches([], EXPORT_SCHEMA, out)
+                write_table_batches([], out)
             summary.table_written = True
             current = True
     elif export is None and loc.local is not None and (summary.table_written or not current):
         remove_table(out)  # too large to rewrite on every collect: a stale export is never read
         current = False
     summary.table = _names(loc, out, current and export is not False)
-
-
-def _export_current(out: Path, version: int | None) -> bool:
-    """Whether results.parquet and results.csv are whole and exported from the table at `version`."""
-    return table_is_whole(out) and export_version(out) == version
 
 
 def _names(loc, out: Path, exported: bool) -> dict[str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis.collect.orchestrate import collect
-from analysis.collect.spot import spot_history_pricer
+from analysis.collect.sources import spot_history_pricer
 from analysis.dataset.location import resolve
 from analysis.dataset.store import delta_table, open_dataset
 from payload.result import FINAL_STATUSES

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from analysis.dataset.faults import first_line
+from analysis.dataset.location import first_line
 from payload.results_location import ResultsLocationError, parse_results_location
 from payload.storage import ObjectInfo, ObjectNotFound, StorageError, retry_settings
 
@@ -36,10 +36,6 @@ def is_s3(url: str) -> bool:
         return parse_results_location(url).scheme == "s3"
     except ResultsLocationError:
         return False  # the store opener refuses it, with the reason
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 
 
 class S3Bulk:
@@ -226,15 +222,19 @@ def _request(what: str):
         raise StorageError(f"{what} failed: {type(exc).__name__}: {first_line(exc)}") from exc
 
 
-async def read_all(
+def read_all(
     source: S3Bulk,
-    infos: Iterable[ObjectInfo],
+    infos: list[ObjectInfo],
     handle: Callable[[ObjectInfo, bytes | memoryview | StorageError, bool], bool | None],
-    workers: int = DEFAULT_BULK_WORKERS,
+    workers: int | None,
 ) -> None:
-    """Download `infos` with `workers` in flight, calling `handle` (in the loop's thread) with each object's
-    bytes or StorageError and whether they were read by range at the listing's size; when it returns True
-    for a ranged read (an object changed since its listing may be read in part), it is read again whole."""
+    """Download `infos` with `workers` in flight (default DEFAULT_BULK_WORKERS) on a private event loop,
+    calling `handle` (in this thread) with each object's bytes or StorageError and whether they were read by
+    range at the listing's size; when it returns True for a ranged read (an object changed since its listing
+    may be read in part), it is read again whole. asyncio.run would leave the thread without the current
+    event loop later callers (the Pulumi SDK under mocks) expect."""
+    if not infos:
+        return
     queue: asyncio.Queue = asyncio.Queue()
     for info in infos:
         queue.put_nowait(info)
@@ -252,10 +252,17 @@ async def read_all(
             if handle(info, data, bool(info.size)) and info.size and not isinstance(data, StorageError):
                 handle(info, await read(info.key, None), False)
 
-    tasks = [asyncio.create_task(worker()) for _ in range(max(1, min(workers, queue.qsize())))]
+    async def run() -> None:
+        tasks = [asyncio.create_task(worker()) for _ in range(max(1, min(workers or DEFAULT_BULK_WORKERS, len(infos))))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    loop = uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
     try:
-        await asyncio.gather(*tasks)
+        loop.run_until_complete(run())
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        loop.close()

@@ -10,13 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from analysis.collect.dedupe import dedupe
 from analysis.collect.manifest import SettledStack, replay, runs_digest, runs_digest_with, settled_stack
-from analysis.collect.sources import bulk_read, download, entry_key, unchanged
-from analysis.collect.spot import SpotPricer, price_bulk
-from analysis.collect.summary import Summary
+from analysis.collect.sources import SpotPricer, bulk_read, download, entry_key, fetch, price_bulk, unchanged
 from analysis.collect.survey import SourceView
-from analysis.collect.validation import UNREADABLE_NAME, classify
+from analysis.collect.trust import dedupe
+from analysis.collect.validation import UNREADABLE_NAME, Summary, classify
 from payload import layout
 from payload.storage import ObjectInfo, StorageError
 
@@ -32,7 +30,7 @@ class StepContext:
     spot_pricer: SpotPricer | None = None
     bar: object = None  # analysis.progress.Progress (a no-op when off)
     stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
-    prefetch: object = None  # analysis.collect.prefetch.Prefetch (set by the collect): the next stack's results
+    prefetch: object = None  # analysis.collect.sources.Prefetch (set by the collect): the next stack's results
 
 
 @dataclass
@@ -66,13 +64,6 @@ class _Stack:
         return layout.stack_of(self.prefix)
 
 
-def fast_step(ctx: StepContext, prefix: str) -> None:
-    """A stack settled and unchanged in every source that has it: counted and its notes replayed, nothing read."""
-    for view in ctx.views:
-        if view.failed is None and prefix in view.unlisted:
-            replay(ctx.summary, view.settled[prefix])
-
-
 def step(ctx: StepContext, prefix: str) -> StackChanges:
     """One stack across every source: list, read what changed, judge, and the changes to commit."""
     st = _Stack(prefix)
@@ -86,22 +77,35 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
 def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
     """Read what the step must, judge it, and the changes (`have`: the table's keys of the stack)."""
     _read(ctx, st)
-    reasons: dict[str, str] = {}
     judged = Summary(sources=[v.url for v in ctx.views])
-    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged, reasons=reasons)
-    for mkey, why in reasons.items():
-        st.fresh[mkey]["reason"] = why
+    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged)
     _note(ctx, st, judged.skipped)
     changes = _table_changes(ctx, st, have, winners)
     _manifest_changes(st, changes)
     return changes
 
 
-def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: list[str]) -> StackChanges | None:
-    """A settled stack of one source that only gained run directories (`new_runs`): only those listed,
-    read and judged (the table, in step with the manifest, has no row of them). None when one cannot be listed."""
-    settled, now_runs = view.settled[prefix], view.grown.get(prefix)  # None: found by its journal
-    st = _Stack(prefix)
+def appended_step(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
+    """A settled stack of one source that only gained run directories: only those listed, read and judged
+    (the table, in step with the manifest, has no row of them). None when the whole step is needed: another
+    source has it (`known`: each source's stacks in the manifest), a run directory the manifest knows is
+    gone, or one cannot be listed."""
+    owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
+    if len(owners) != 1 or owners[0].lister is None:
+        return None
+    view = owners[0]
+    now_runs = view.grown.get(prefix)  # None: found by its journal, or not grown
+    if prefix in view.journaled:  # the runs its journal names that the manifest lacks
+        new_runs = view.journaled[prefix]
+    elif now_runs is None:
+        return None
+    else:
+        old_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix))
+        new_runs = [r for r in now_runs if r not in old_runs]
+        # run directory names are unique: every known run is still there when the ones not new are as many
+        if len(old_runs) != view.settled[prefix].runs or len(now_runs) - len(new_runs) != len(old_runs):
+            return None
+    settled, st = view.settled[prefix], _Stack(prefix)
     try:
         if view.lister.new_runs_cheaper(len(new_runs), settled.runs + len(new_runs)):
             objects = _listed_runs(view, prefix, new_runs)
@@ -126,7 +130,11 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
             settled.runs + grown.runs,
             # an old digest of no known kind cannot be extended: of the runs as listed (or the manifest's and the new)
             runs_digest_with(settled.digest, new_runs)
-            or runs_digest(now_runs if now_runs is not None else [*view.stack_runs(prefix), *new_runs]),
+            or runs_digest(
+                now_runs
+                if now_runs is not None
+                else [*run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix)), *new_runs]
+            ),
             grown.notes,
             settled.listed_at,
             view.stamps.get(prefix),
@@ -155,7 +163,11 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         return
     view.take_stamp(prefix)  # before the listing: a change during it shows next time
     try:
-        known = _known_runs(old) if prefix in view.grown or prefix in view.journaled else {}
+        known: dict[str, list[dict]] = {}  # run id -> its entries, for a stack that gained runs
+        if prefix in view.grown or prefix in view.journaled:
+            for e in old.values():
+                if (run := _run_of(e["key"])) is not None:
+                    known.setdefault(run[1], []).append(e)
         if prefix in view.journaled and prefix not in view.grown:  # the runs it holds, and those announced
             view.grown[prefix] = [*known, *(r for r in view.journaled[prefix] if r not in known)]
         runs = view.grown.get(prefix)
@@ -200,14 +212,6 @@ def unreadable_names(view: SourceView, prefix: str) -> list[dict]:
     mine = sorted(k for k in odd if k.startswith(prefix))
     odd.difference_update(mine)
     return [{"key": k, "reason": UNREADABLE_NAME} for k in mine]
-
-
-def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
-    known: dict[str, list[dict]] = {}
-    for e in old.values():
-        if (run := _run_of(e["key"])) is not None:
-            known.setdefault(run[1], []).append(e)
-    return known
 
 
 def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str, list[dict]], st: _Stack) -> dict:
@@ -261,8 +265,15 @@ def _read(ctx: StepContext, st: _Stack) -> None:
         ctx.bar.advance()
     for mkey, entry in st.fresh.items():
         ctx.summary.new += 1
-        if entry.pop("failed", False):
-            _failed(ctx, st, mkey, entry)
+        if not entry.pop("failed", False):
+            continue
+        # not read: its previous row stays (said so), else it is set aside for now
+        ctx.summary.incomplete.append(f"{entry['url']}: {entry['reason']}")
+        previous = st.old.get(mkey)
+        if previous is not None and previous.get("has_row") and "reason" not in previous:
+            st.kept.add(mkey)
+            why = f"kept the previous row: {entry['reason']}"
+            ctx.summary.skipped.append({"key": entry["key"], "url": entry.get("url"), "reason": why})
 
 
 def _downloads(ctx: StepContext, st: _Stack):
@@ -272,7 +283,7 @@ def _downloads(ctx: StepContext, st: _Stack):
     for view, key, info in st.todo:
         if not view.bulk:
             (local if type(view.store).__name__ == "FileStore" else pooled).append((view.store, view.url, key, info))
-    yield from download(local, None, ctx.spot_pricer, ctx.stopped, here=True)
+    yield from (fetch(item, ctx.stopped, ctx.spot_pricer) for item in local)  # in this thread: a read is CPU
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
     start_next = partial(ctx.prefetch.start, ctx.views)
     for view in ctx.views:
@@ -286,18 +297,6 @@ def _downloads(ctx: StepContext, st: _Stack):
             price_bulk(got, to_price, ctx.spot_pricer)
         yield from got.items()
     start_next()  # when nothing of this stack was read in bulk (else a no-op: started once)
-
-
-def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:
-    """A result that could not be read: its previous row stays (said so), else it is set aside for now."""
-    why = entry["reason"]
-    ctx.summary.incomplete.append(f"{entry['url']}: {why}")
-    previous = st.old.get(mkey)
-    if previous is not None and previous.get("has_row") and "reason" not in previous:
-        st.kept.add(mkey)
-        ctx.summary.skipped.append(
-            {"key": entry["key"], "url": entry.get("url"), "reason": f"kept the previous row: {why}"}
-        )
 
 
 def _note(ctx: StepContext, st: _Stack, judged: list[dict]) -> None:
@@ -360,31 +359,25 @@ def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
     current = {entry_key(url, k) for url, keys in st.results.items() for k in keys}
     changes.removed = [m for m, e in st.old.items() if m not in current and st.mode.get(e["source"]) != "failed"]
     now = time.time()
-    for url, mode in st.mode.items():
-        if mode == "absent":
-            changes.settled[(url, st.prefix)] = None
-        elif mode == "listed":
-            status = _status_of(st, url)
-            notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
-            record = settled_stack(st.objects[url], status, notes, st.listed_at.get(url, now))
-            stamp = st.stamps.get(url)
-            changes.settled[(url, st.prefix)] = None if record is None else replace(record, stamp=stamp)
 
-
-def _status_of(st: _Stack, url: str):
-    """The status of a result of `url` as it stands now, None without a row."""
-
-    def status(key: str) -> str | None:
+    def status(url: str, key: str) -> str | None:
+        """The status of a result of `url` as it stands now, None without a row."""
         mkey = entry_key(url, key)
         if mkey in st.kept:
             return None
-        e = st.fresh.get(mkey)
-        if e is not None:
+        if (e := st.fresh.get(mkey)) is not None:
             return (e.get("row") or {}).get("status")
         e = st.cached.get(mkey)
         return e.get("status") if e is not None and e.get("has_row") else None
 
-    return status
+    for url, mode in st.mode.items():
+        if mode == "absent":
+            changes.settled[(url, st.prefix)] = None
+        elif mode == "listed":
+            notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
+            record = settled_stack(st.objects[url], partial(status, url), notes, st.listed_at.get(url, now))
+            stamp = st.stamps.get(url)
+            changes.settled[(url, st.prefix)] = None if record is None else replace(record, stamp=stamp)
 
 
 def run_dirs_of(prefix: str, keys: Iterable[str]) -> set[str]:

@@ -1,13 +1,17 @@
 """Whether a parsed row could be a real run's where it is stored (anyone who can write to the bucket
 writes results): names in the allowed alphabet, times and numbers possible, the offering its stack runs
-on the GPU it recorded. A row that fails is set aside with the reason, never counted."""
+on the GPU it recorded. A row that fails is set aside with the reason, never counted. ``dedupe``: one
+table row per run, whichever copies of its result a collect found (a resumed run, a bucket under two
+URLs, a copy under another stack): the same winner every time, and why the others lost."""
 
 from __future__ import annotations
 
+import operator
 import re
 import time
 from functools import lru_cache
 
+from analysis.collect.validation import Summary, misplaced_check
 from analysis.dataset.row import COLUMN_SPEC, parse_time
 from infra.catalog import load_catalog
 from payload import layout
@@ -26,13 +30,52 @@ IN_ORDER = (("started_at", "finished_at"), ("launch_at", "terminated_at"))
 TIMES = ("started_at", "finished_at", "launch_at", "terminated_at")
 
 
+def dedupe(entries: dict[str, dict], summary: Summary, *, now: float | None = None) -> list[dict]:
+    """One row per (stack, run id). Copies rank by what a result's writer cannot forge: the order of the
+    sources (`summary.sources`; without one, the newest finished_at), then the entry key. The first
+    believable copy (row_problem) wins; the others are set aside with why (in their entry's "reason")."""
+
+    def set_aside(e: dict, reason: str) -> None:
+        e["reason"] = reason
+        summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": reason})
+
+    copies: dict[tuple[str, str], list[dict]] = {}
+    for mkey in sorted(entries):  # by entry key: a fixed order whatever order they were found in
+        e = entries[mkey]
+        if "row" not in e:
+            summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": e.get("reason", "unknown")})
+            continue
+        try:
+            misplaced_check(e["row"], e["key"])  # here, not at download: cached rows are judged too
+        except ValueError as exc:
+            set_aside(e, str(exc))
+            continue
+        copies.setdefault((e["row"]["stack"], e["row"]["run_id"]), []).append(e)
+    order = {url: i for i, url in enumerate(summary.sources)}
+    rows = []
+    for found in copies.values():
+        if order:  # sorts are stable: equal ranks keep the entry keys' order
+            found.sort(key=lambda e: order.get(e.get("source"), len(order)))
+        else:
+            found.sort(key=lambda e: e["row"].get("finished_at") or "", reverse=True)
+        winner = None
+        for e in found:
+            if winner is not None:
+                kept = winner["row"]
+                reason = f"duplicate of run {kept['run_id']}: kept {winner.get('url')}"
+                set_aside(e, f"{reason} (finished {kept['finished_at']})")
+            elif problem := row_problem(e["row"], now):
+                set_aside(e, problem)
+            else:
+                winner = e
+                rows.append(e["row"])
+    return sorted(rows, key=operator.itemgetter("run_id", "stack"))  # the table's order (store.ORDER)
+
+
 def row_problem(row: dict, now: float | None = None) -> str | None:
     """Why `row` cannot be a real run's (the reason a collect sets it aside with), or None."""
-    for check in (name_problem, number_problem, time_problem, offering_problem):
-        problem = check(row, time.time() if now is None else now) if check is time_problem else check(row)
-        if problem:
-            return problem
-    return None
+    now = time.time() if now is None else now
+    return name_problem(row) or number_problem(row) or time_problem(row, now) or offering_problem(row)
 
 
 def name_problem(row: dict) -> str | None:

@@ -15,8 +15,15 @@ import pyarrow.parquet as pq
 from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import EXPORT_SCHEMA, ORDER, PUBLIC_SCHEMA
-from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
+from analysis.dataset.store import (
+    EXPORT_NAME,
+    EXPORT_SCHEMA,
+    ORDER,
+    TableNotFound,
+    delta_table,
+    open_dataset,
+    snapshot,
+)
 from analysis.price.runs import price_runs
 from payload import proctree
 
@@ -39,8 +46,8 @@ def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
     dt = delta_table(loc)
     if dt is None:
         raise TableNotFound(loc)
-    # the version exported is the one read: an export that lags the table is known by it (export_version)
-    return write_table_batches(_sorted_batches(snapshot(dt, loc, PUBLIC_SCHEMA)), EXPORT_SCHEMA, out_dir, dt.version())
+    # the version exported is the one read: an export that lags the table is known by it (export_current)
+    return write_table_batches(_sorted_batches(snapshot(dt, loc)), out_dir, dt.version())
 
 
 def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
@@ -53,8 +60,9 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     )
 
 
-def write_table_batches(batches, schema, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
-    """The runs table as Parquet and CSV, streamed from batches of `schema`; `version`: the dataset's they are of."""
+def write_table_batches(batches, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
+    """The runs table as Parquet and CSV, streamed from batches of EXPORT_SCHEMA; `version`: the dataset's they are of."""
+    schema = EXPORT_SCHEMA
     if version is not None:
         schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: str(version).encode()})
 
@@ -102,14 +110,17 @@ def read_table(out_dir: str | Path):
     return data.to_table(columns=EXPORT_SCHEMA.names).sort_by(ORDER).to_pandas()
 
 
-def export_version(out_dir: str | Path) -> int | None:
-    """The dataset version results.parquet was exported from; None when it names none or cannot be read."""
+def export_current(out_dir: str | Path, version: int | None) -> bool:
+    """Whether results.parquet and results.csv are whole and exported from the dataset at `version` (the
+    footer names it; an export that names none is of a table never collected into)."""
+    if not table_is_whole(out_dir):
+        return False
     try:
         meta = pq.read_schema(Path(out_dir) / EXPORT_NAME).metadata or {}
-    except Exception:  # noqa: BLE001 - no export, or an unreadable one: no version
-        return None
+    except Exception:  # noqa: BLE001 - an unreadable export is not current
+        return False
     text = meta.get(VERSION_KEY, b"").decode("ascii", "replace")
-    return int(text) if text.isdigit() else None
+    return (int(text) if text.isdigit() else None) == version
 
 
 def table_is_whole(out_dir: str | Path) -> bool:
@@ -146,13 +157,9 @@ def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
 def _sorted_batches(data) -> Iterator:
     if data.count_rows() <= IN_MEMORY_ROWS:
         rows = data.to_table(columns=EXPORT_SCHEMA.names).sort_by(ORDER)
-        yield from _as_export(rows).to_batches(BATCH_ROWS)
+        yield from (rows.cast(EXPORT_SCHEMA) if rows.schema != EXPORT_SCHEMA else rows).to_batches(BATCH_ROWS)
         return
     yield from _spilled_sorted(data)
-
-
-def _as_export(rows):
-    return rows.cast(EXPORT_SCHEMA) if rows.schema != EXPORT_SCHEMA else rows
 
 
 def _spilled_sorted(data) -> Iterator:
@@ -163,4 +170,4 @@ def _spilled_sorted(data) -> Iterator:
         columns = ", ".join(q(c) for c in EXPORT_SCHEMA.names)
         order = ", ".join(f"{q(c)} ASC NULLS LAST" for c, _ in ORDER)
         for batch in con.batches(f"SELECT {columns} FROM data ORDER BY {order}"):  # noqa: S608
-            yield _as_export(batch)
+            yield batch.cast(EXPORT_SCHEMA) if batch.schema != EXPORT_SCHEMA else batch

@@ -20,7 +20,7 @@ WINDOW_END_EVENTS = ("instance_terminated", "shutdown", "shutdown_requested")
 LAST_WORK_EVENTS = ("upload", "run_end", "train_end")
 SPOT_PRICE_EVENT = "spot_price"  # {"event": "spot_price", "hourly_usd": x}: a price change during the run
 
-# Every column of a row, in order: its type (analysis.dataset.schema gives it its Arrow type) and where a
+# Every column of a row, in order: its type (analysis.dataset.store gives it its Arrow type) and where a
 # result holds it ("section.field"), or "" where result_to_row works it out.
 COLUMN_SPEC: dict[str, tuple[type, str]] = {
     "run_id": (str, "run_id"),

@@ -14,11 +14,18 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.dataset.faults import first_line
-from analysis.dataset.location import Location
+from analysis.dataset.location import Location, first_line
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA, month_of
-from analysis.dataset.store import append, delta_table, filesystem, replace
+from analysis.dataset.store import (
+    KEY_COLUMNS,
+    PARTITION_COLUMNS,
+    SCHEMA,
+    append,
+    delta_table,
+    filesystem,
+    month_of,
+    replace,
+)
 from analysis.price.runs import PRICE_COLUMNS, price_run
 from infra.catalog import DATA_DIR, PRICES_DIR_ENV, load_catalog, user_catalog_dirs
 

@@ -1,11 +1,11 @@
-"""The results dataset as a Delta Lake table: opened, read, appended to and changed, each change one atomic
-commit in its log (a snapshot is the files the latest commit names, never a writer's half-uploaded ones);
-StoredRows, the rows a collect returns, read from it on first use."""
+"""The results dataset as a Delta Lake table (docs/scale.md): opened, read, appended to and changed, each
+change one atomic commit in its log; its columns' Arrow types (row.COLUMN_SPEC's, the price columns, text
+unless in _PRICE_FLOATS, and its own ``month`` and ``priced_with``); StoredRows, the rows a collect returns."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
@@ -16,13 +16,42 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.fs import DeltaStorageHandler
 
-from analysis.dataset.faults import TableDamaged, first_line
-from analysis.dataset.location import Location, resolve
-from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import ORDER, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
+from analysis.dataset.location import Location, TableDamaged, first_line, resolve
+from analysis.dataset.row import COLUMN_SPEC, COLUMNS
+from analysis.price.runs import PRICE_COLUMNS
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
+
+PARTITION_COLUMNS = ("stack", "month")
+INTERNAL_COLUMNS = ("priced_with",)
+KEY_COLUMNS = ("source", "key")  # rows are matched to the objects they were read from by these
+ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # the rows' order; as SQL's ORDER BY ... NULLS LAST
+
+_PRICE_FLOATS = "hourly_usd instance_hours billed_hours billed_cost_usd train_hours train_cost_usd setup_fee_usd"
+_ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+_TYPES = {c: _ARROW[t] for c, (t, _) in COLUMN_SPEC.items()} | dict.fromkeys(_PRICE_FLOATS.split(), pa.float64())
+if _unknown := set(_PRICE_FLOATS.split()) - set(PRICE_COLUMNS):  # never silently text
+    raise ImportError(f"analysis.dataset.store types columns no table has: {', '.join(sorted(_unknown))}")
+
+# the runs table's columns (results.parquet), in order: the one list, made where the values are made
+TABLE_COLUMNS = (*COLUMN_SPEC, *PRICE_COLUMNS)
+
+
+def _field(name: str) -> pa.Field:
+    return pa.field(name, _TYPES.get(name, pa.string()))
+
+
+PUBLIC_SCHEMA = pa.schema([_field(c) for c in (*TABLE_COLUMNS, "month")])
+SCHEMA = pa.schema([*PUBLIC_SCHEMA, *(_field(c) for c in INTERNAL_COLUMNS)])
+EXPORT_SCHEMA = pa.schema([_field(c) for c in TABLE_COLUMNS])
+
+
+def month_of(started_at) -> str:
+    """The partition month of a run: ``YYYY-MM`` of its start, ``unknown`` without one."""
+    text = str(started_at or "")
+    return text[:7] if len(text) >= 7 and text[4] == "-" else "unknown"
+
 
 EXPORT_NAME = "results.parquet"  # the export beside a local table; alone, a table narrowed to a campaign
 MERGE_CHUNK = 50_000  # rows per merge commit: a merge holds its source in memory
@@ -44,21 +73,17 @@ def delta_table(loc: Location) -> DeltaTable | None:
     except TableNotFoundError:
         return None
     except DeltaError as exc:
-        if local is None and _unreachable(exc):  # a bucket that did not answer is not a damaged table
-            raise
+        unreachable = ("ObjectStore", "error sending request", "Generic S3 error", "GCS error")
+        if local is None and any(word in str(exc) for word in unreachable):  # a bucket that did not answer
+            raise  # is not a damaged table
         raise TableDamaged(loc.text, first_line(exc)) from None
 
 
-def _unreachable(exc: Exception) -> bool:
-    text = str(exc)
-    return any(word in text for word in ("ObjectStore", "error sending request", "Generic S3 error", "GCS error"))
-
-
-def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Dataset:
-    """`dt`'s snapshot as a pyarrow Dataset of `schema`, through Arrow's own file system where it can:
+def snapshot(dt: DeltaTable, loc: Location) -> ds.Dataset:
+    """`dt`'s snapshot as a pyarrow Dataset of PUBLIC_SCHEMA, through Arrow's own file system where it can:
     deltalake's Python one hands Arrow buffers owned by Python, which the parquet reader may release on an
     Arrow thread while the interpreter exits ("terminate called without an active exception")."""
-    return dt.to_pyarrow_dataset(schema=schema, filesystem=filesystem(dt, loc))
+    return dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA, filesystem=filesystem(dt, loc))
 
 
 def filesystem(dt: DeltaTable, loc: Location):
@@ -68,22 +93,20 @@ def filesystem(dt: DeltaTable, loc: Location):
     if loc.local is not None:
         return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
     if loc.uri.startswith("s3://"):
-        return pa_fs.SubTreeFileSystem(loc.uri.removeprefix("s3://"), _s3_filesystem(loc.storage_options))
+        # Arrow's S3 client with deltalake's options; without keys there, the AWS SDK's own chain
+        options = loc.storage_options
+        endpoint = urlparse(options.get("AWS_ENDPOINT_URL") or "")
+        s3 = pa_fs.S3FileSystem(
+            access_key=options.get("AWS_ACCESS_KEY_ID"),
+            secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
+            session_token=options.get("AWS_SESSION_TOKEN"),
+            region=options.get("AWS_REGION"),
+            endpoint_override=endpoint.netloc or None,
+            scheme=endpoint.scheme or "https",
+        )
+        return pa_fs.SubTreeFileSystem(loc.uri.removeprefix("s3://"), s3)
     return pa_fs.PyFileSystem(
         DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
-    )
-
-
-def _s3_filesystem(options: dict[str, str]) -> pa_fs.S3FileSystem:
-    """Arrow's S3 client with deltalake's options; without keys there, the AWS SDK's own chain."""
-    endpoint = urlparse(options.get("AWS_ENDPOINT_URL") or "")
-    return pa_fs.S3FileSystem(
-        access_key=options.get("AWS_ACCESS_KEY_ID"),
-        secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
-        session_token=options.get("AWS_SESSION_TOKEN"),
-        region=options.get("AWS_REGION"),
-        endpoint_override=endpoint.netloc or None,
-        scheme=endpoint.scheme or "https",
     )
 
 
@@ -99,35 +122,20 @@ def open_dataset(table: str) -> ds.Dataset:
 
             return ds.dataset(str(export), format="parquet")
         raise TableNotFound(loc)
-    return snapshot(dt, loc, PUBLIC_SCHEMA)
+    return snapshot(dt, loc)
 
 
-def table_version(loc: Location) -> int | None:
-    dt = delta_table(loc)
-    return None if dt is None else dt.version()
-
-
-def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> int:
-    """Append `batches` (SCHEMA, or `schema` with more columns) in one commit, streamed. Returns the rows written."""
-    rows = 0
-
-    def counted() -> Iterator[pa.RecordBatch]:
-        nonlocal rows
-        for batch in batches:
-            rows += batch.num_rows
-            yield batch
-
-    reader = pa.RecordBatchReader.from_batches(schema or SCHEMA, counted())
+def append(loc: Location, batches: Iterable[pa.RecordBatch]) -> None:
+    """Append `batches` (of SCHEMA) in one commit, streamed."""
     write_deltalake(
         loc.uri,
-        reader,
+        pa.RecordBatchReader.from_batches(SCHEMA, batches),
         mode="append",
         partition_by=list(PARTITION_COLUMNS),
         storage_options=loc.storage_options or None,
         schema_mode="merge",  # a column an older table had and this release lacks stays
         target_file_size=64 * 1024 * 1024,
     )
-    return rows
 
 
 def replace(loc: Location, rows: pa.Table, deleted: Sequence[tuple[str, str, str]]) -> None:

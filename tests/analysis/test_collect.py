@@ -20,7 +20,7 @@ from synthetic_results import make_result, result_bytes, result_key
 from analysis.cli import main
 from analysis.collect import collect
 from analysis.collect.manifest import Manifest
-from analysis.collect.upgrade import MigrationError, migrate
+from analysis.collect.validation import MigrationError, migrate
 from payload.schema import validate_result
 from payload.storage import StorageError, open_store
 

@@ -71,16 +71,16 @@ def _both_ways(bucket: Path, table: Path, monkeypatch) -> tuple[tuple, tuple, li
     whole = table.with_name("whole")
     shutil.copytree(table, whole)
     taken = []
-    real = orchestrate._appended
+    real = orchestrate.appended_step
 
     def spy(*args):
         got = real(*args)
         taken.append(got is not None)
         return got
 
-    monkeypatch.setattr(orchestrate, "_appended", spy)
+    monkeypatch.setattr(orchestrate, "appended_step", spy)
     fast, _ = collect([str(bucket)], table)
-    monkeypatch.setattr(orchestrate, "_appended", lambda *args: None)
+    monkeypatch.setattr(orchestrate, "appended_step", lambda *args: None)
     slow, _ = collect([str(bucket)], whole)
     return (
         (_summary(fast), _table(table), _manifest(table)),
@@ -200,15 +200,15 @@ def test_a_local_settled_stack_whose_directory_is_as_listed_is_not_read(tmp_path
     """file://: a settled stack's directory stamp (mtime, inode, links) taken before its
     listing stands for its run directories: while it is the same, they are not read; a
     run added or removed changes it, and the stack is read again at once."""
-    from analysis.collect import stacks
+    from analysis.collect import survey
 
     bucket = tmp_path / "bucket"
     for o in OFFERINGS:
         _put(bucket, o, range(3))
     collect([str(bucket)], tmp_path / "table")
     read = []
-    real = stacks._FileStacks.run_dirs
-    monkeypatch.setattr(stacks._FileStacks, "run_dirs", lambda self, prefix: read.append(prefix) or real(self, prefix))
+    real = survey._FileStacks.run_dirs
+    monkeypatch.setattr(survey._FileStacks, "run_dirs", lambda self, prefix: read.append(prefix) or real(self, prefix))
     summary, _ = collect([str(bucket)], tmp_path / "table")
     assert read == [] and (summary.new, summary.cached, summary.settled_stacks) == (0, 9, 3)
     added = _put(bucket, OFFERINGS[1], range(3, 4))[0]
@@ -235,10 +235,10 @@ def test_a_bucket_stack_that_gained_runs_ends_as_the_whole_step_ends(s3_bucket, 
     whole = tmp_path / "whole"
     shutil.copytree(tmp_path / "table", whole)
     taken = []
-    real = orchestrate._appended
-    monkeypatch.setattr(orchestrate, "_appended", lambda *a: taken.append(got := real(*a)) or got)
+    real = orchestrate.appended_step
+    monkeypatch.setattr(orchestrate, "appended_step", lambda *a: taken.append(got := real(*a)) or got)
     fast, _ = collect([url], tmp_path / "table")
-    monkeypatch.setattr(orchestrate, "_appended", lambda *a: None)
+    monkeypatch.setattr(orchestrate, "appended_step", lambda *a: None)
     slow, _ = collect([url], whole)
     assert [t is not None for t in taken] == [True]
     assert (_summary(fast), _table(tmp_path / "table"), _manifest(tmp_path / "table")) == (

@@ -6,18 +6,16 @@ between two commits loses nothing (the next one finishes the job)."""
 from __future__ import annotations
 
 import gc
-import importlib
 import tracemalloc
 
 import pandas as pd
 import pytest
 from synthetic_results import make_result, result_bytes
 
-from analysis.collect import batch, collect
+from analysis.collect import collect, orchestrate, trust
 from analysis.dataset import open_dataset
 from payload import layout
 
-dedupe = importlib.import_module("analysis.collect.dedupe")  # the module (the package exports its function)
 OFFERINGS = ["aws/p2.xlarge", "aws/p3.2xlarge", "aws/p3.8xlarge", "gcp/n1-standard-4+1xk80"]
 
 
@@ -54,7 +52,7 @@ def test_a_cold_collects_memory_does_not_grow_with_the_number_of_results(tmp_pat
     as a collect of every result at once does, adds several kB per result."""
     from analysis.collect import orchestrate
 
-    monkeypatch.setattr(batch, "COMMIT_ROWS", 1)  # each stack committed after its step: no batch in the measure
+    monkeypatch.setattr(orchestrate, "COMMIT_ROWS", 1)  # each stack committed after its step: no batch in the measure
     warm_up, src = tmp_path / "warm-up", tmp_path / "results"
     _put(warm_up, stacks=2, runs=5)
     collect([str(warm_up)], tmp_path / "t0", export=False)  # imports and caches, outside the measure
@@ -94,11 +92,9 @@ def test_a_second_collect_reads_and_judges_only_the_new_runs(tmp_path, monkeypat
         (src / key).unlink()
         (src / key).parent.rmdir()
     read, judged = [], []
-    real_read, real_problem = sources.read_capped, dedupe.row_problem
+    real_read, real_problem = sources.read_capped, trust.row_problem
     monkeypatch.setattr(sources, "read_capped", lambda store, key, cap: read.append(key) or real_read(store, key, cap))
-    monkeypatch.setattr(
-        dedupe, "row_problem", lambda row, now=None: judged.append(row["key"]) or real_problem(row, now)
-    )
+    monkeypatch.setattr(trust, "row_problem", lambda row, now=None: judged.append(row["key"]) or real_problem(row, now))
     summary, rows = collect([str(src)], table)
     assert sorted(read) == sorted(new) and sorted(judged) == sorted(new)
     assert (summary.new, summary.valid, len(rows)) == (3, 8 * 25 + 3, 8 * 25 + 3)
@@ -147,10 +143,10 @@ def _scan(table, column: str) -> list[tuple]:
 
 
 def test_a_collect_interrupted_between_commits_loses_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(batch, "COMMIT_ROWS", 10)
+    monkeypatch.setattr(orchestrate, "COMMIT_ROWS", 10)
     src, table = tmp_path / "results", tmp_path / "table"
     _put(src, stacks=6, runs=10)
-    real, calls = batch.commit, []
+    real, calls = orchestrate.commit, []
 
     def dies_on_the_third(*args, **kw):
         calls.append(1)
@@ -158,12 +154,12 @@ def test_a_collect_interrupted_between_commits_loses_nothing(tmp_path, monkeypat
             raise KeyboardInterrupt
         return real(*args, **kw)
 
-    monkeypatch.setattr(batch, "commit", dies_on_the_third)
+    monkeypatch.setattr(orchestrate, "commit", dies_on_the_third)
     with pytest.raises(KeyboardInterrupt):
         collect([str(src)], table)
     committed = open_dataset(str(table)).count_rows()
     assert committed == 20  # two stacks' commits stand
-    monkeypatch.setattr(batch, "commit", real)
+    monkeypatch.setattr(orchestrate, "commit", real)
     summary, rows = collect([str(src)], table)  # the next collect finishes the job
     keys = [r["key"] for r in open_dataset(str(table)).to_table(columns=["key"]).to_pylist()]
     assert len(keys) == len(set(keys)) == 60 and len(rows) == 60

@@ -10,7 +10,7 @@ import weakref
 import pytest
 from synthetic_results import make_result, result_bytes
 
-from analysis.collect import batch, collect, sources
+from analysis.collect import collect, orchestrate, sources
 from analysis.dataset import open_dataset
 from payload import layout
 from payload.storage import open_store
@@ -64,7 +64,7 @@ def test_a_cold_collect_from_s3_holds_one_stacks_results_at_a_time(s3_bucket, tm
     url = f"s3://{s3_bucket}/team"
     stacks, runs = 6, 8
     _put(url, stacks, runs)
-    monkeypatch.setattr(batch, "COMMIT_ROWS", 1)  # each stack committed after its step: no batch held
+    monkeypatch.setattr(orchestrate, "COMMIT_ROWS", 1)  # each stack committed after its step: no batch held
     rows = LiveRows(monkeypatch)
     summary, _ = collect([url], tmp_path / "table", export=False)
     assert rows.made == summary.new == stacks * runs  # every result was parsed on the bulk path ...
@@ -78,7 +78,7 @@ def test_with_batches_it_holds_one_stack_and_one_batch(s3_bucket, tmp_path, monk
     url = f"s3://{s3_bucket}"
     stacks, runs = 8, 5
     _put(url, stacks, runs)
-    monkeypatch.setattr(batch, "COMMIT_ROWS", 2 * runs)  # a commit every second stack
+    monkeypatch.setattr(orchestrate, "COMMIT_ROWS", 2 * runs)  # a commit every second stack
     rows = LiveRows(monkeypatch)
     summary, _ = collect([url], tmp_path / "table", export=False)
     assert rows.made == stacks * runs and summary.valid == stacks * runs
@@ -111,7 +111,7 @@ def test_a_settled_stack_that_gained_runs_is_listed_the_cheaper_way(s3_bucket, t
 
     import obstore
 
-    from analysis.collect.stacks import LISTING_THREADS
+    from analysis.collect.survey import LISTING_THREADS
 
     url = f"s3://{s3_bucket}"
     store = open_store(url)

@@ -1,11 +1,11 @@
-"""De-duplication (analysis.collect.dedupe): one row per run, the newest copy
+"""De-duplication (analysis.collect.trust.dedupe): one row per run, the newest copy
 wins, the others are set aside naming the winner, and a copy stored under
 another stack never displaces the run it names."""
 
 from __future__ import annotations
 
-from analysis.collect.dedupe import dedupe
-from analysis.collect.summary import Summary
+from analysis.collect.trust import dedupe
+from analysis.collect.validation import Summary
 from payload import layout
 
 
@@ -24,12 +24,17 @@ def _entries(*entries: dict) -> dict[str, dict]:
     return {_mkey(e): e for e in entries}
 
 
+def _dropped(entries: dict[str, dict]) -> set[str]:
+    """The copies that lost: a row, and why it lost in the entry."""
+    return {mkey for mkey, e in entries.items() if "row" in e and "reason" in e}
+
+
 def test_the_newest_copy_of_a_run_wins_and_the_other_is_set_aside_naming_it():
     older = _entry("aws-a", "r1", "2024-01-01T10:00:00Z", url="s3://one")
     newer = _entry("aws-a", "r1", "2024-01-01T12:00:00Z", url="s3://two")
-    summary, dropped = Summary(sources=[]), {}
-    rows = dedupe(_entries(older, newer), summary, reasons=dropped)
-    assert rows == [newer["row"]] and set(dropped) == {_mkey(older)}
+    summary, entries = Summary(sources=[]), _entries(older, newer)
+    rows = dedupe(entries, summary)
+    assert rows == [newer["row"]] and _dropped(entries) == {_mkey(older)}
     (note,) = summary.skipped
     assert note["url"] == older["url"] and note["key"] == older["key"]
     assert note["reason"].startswith("duplicate of run r1") and newer["url"] in note["reason"]
@@ -48,9 +53,9 @@ def test_equal_finish_times_keep_the_first_entry_key():
     first = _entry("aws-a", "r1", "2024-01-01T10:00:00Z", url="s3://a")
     second = _entry("aws-a", "r1", "2024-01-01T10:00:00Z", url="s3://b")
     assert _mkey(first) < _mkey(second)
-    dropped: dict[str, str] = {}
-    assert dedupe(_entries(second, first), Summary(sources=[]), reasons=dropped) == [first["row"]]
-    assert set(dropped) == {_mkey(second)}
+    entries = _entries(second, first)
+    assert dedupe(entries, Summary(sources=[])) == [first["row"]]
+    assert _dropped(entries) == {_mkey(second)}
 
 
 def test_a_missing_finish_time_loses_to_any_finish_time():
@@ -62,9 +67,9 @@ def test_a_missing_finish_time_loses_to_any_finish_time():
 def test_a_copy_under_another_stack_is_misplaced_and_never_displaces_the_run():
     genuine = _entry("aws-a", "r1", "2024-01-01T10:00:00Z")
     copy = _entry("aws-a", "r1", "2024-01-02T10:00:00Z", under="gcp-b")  # newer, but not where it claims to be
-    summary, dropped = Summary(sources=[]), {}
-    assert dedupe(_entries(genuine, copy), summary, reasons=dropped) == [genuine["row"]]
-    assert set(dropped) == {_mkey(copy)}
+    summary, entries = Summary(sources=[]), _entries(genuine, copy)
+    assert dedupe(entries, summary) == [genuine["row"]]
+    assert _dropped(entries) == {_mkey(copy)}
     (note,) = summary.skipped
     assert note["key"] == copy["key"] and note["reason"].startswith("misplaced:")
     assert layout.result_key("aws-a", "r1") in note["reason"]  # where it belongs
@@ -74,10 +79,11 @@ def test_entries_without_a_row_are_reported_with_their_reason():
     bad = {"source": "s3://b", "key": layout.result_key("aws-a", "r2"), "url": "s3://b/x", "reason": "corrupt: empty"}
     odd = {"source": "s3://b", "key": layout.result_key("aws-a", "r3"), "url": "s3://b/y"}
     good = _entry("aws-a", "r1", "2024-01-01T10:00:00Z")
-    summary, dropped = Summary(sources=[]), {}
-    assert dedupe(_entries(bad, odd, good), summary, reasons=dropped) == [good["row"]]
+    summary, entries = Summary(sources=[]), _entries(bad, odd, good)
+    assert dedupe(entries, summary) == [good["row"]]
     assert {(n["key"], n["reason"]) for n in summary.skipped} == {(bad["key"], bad["reason"]), (odd["key"], "unknown")}
-    assert dropped == {}  # only copies that lost are dropped; unreadable files have no row to drop
+    assert _dropped(entries) == set()  # only copies that lost are dropped; unreadable files have no row to drop
+    assert "reason" not in odd  # and keep the reason they had, or none
 
 
 def test_rows_come_in_run_id_then_stack_order_one_per_run():

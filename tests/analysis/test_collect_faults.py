@@ -20,8 +20,7 @@ from synthetic_results import make_result, result_key
 from analysis.cli import main
 from analysis.collect import collect, lock, read_table
 from analysis.collect.manifest import Manifest
-from analysis.dataset.faults import DiskFull, TableDamaged
-from analysis.dataset.location import resolve
+from analysis.dataset.location import DiskFull, TableDamaged, resolve
 
 
 def _write_results(root, first: int, n: int) -> None:
@@ -285,7 +284,7 @@ def test_a_forged_holder_is_named_in_words_safe_for_a_terminal():
 
 def test_sqlite_full_is_told_from_a_damaged_manifest(tmp_path):
     """The manifest is started over only when it is damaged, never on a full disk (it would lose the cache)."""
-    from analysis.dataset.faults import is_disk_full
+    from analysis.dataset.location import is_disk_full
 
     db = sqlite3.connect(tmp_path / "x.sqlite")
     db.execute("CREATE TABLE t (v TEXT)")

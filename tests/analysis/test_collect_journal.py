@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from synthetic_results import make_result, result_bytes
 
-from analysis.collect import collect, stacks, stackstep, survey
+from analysis.collect import collect, stackstep, survey
 from analysis.collect import manifest as manifest_mod
 from payload import layout
 from payload.spool import announce
@@ -58,8 +58,8 @@ class Calls:
     def __init__(self, monkeypatch):
         self.seen: Counter = Counter()
         self.runs_listed: list[str] = []
-        self._wrap(monkeypatch, stacks._DelimiterStacks, "run_dirs", "run_dirs")
-        self._wrap(monkeypatch, stacks._DelimiterStacks, "journal", "journal")
+        self._wrap(monkeypatch, survey._DelimiterStacks, "run_dirs", "run_dirs")
+        self._wrap(monkeypatch, survey._DelimiterStacks, "journal", "journal")
         real_listed = survey.SourceView._listed
 
         def listed(view, prefix):
@@ -107,7 +107,7 @@ def test_a_journaled_stack_is_checked_by_its_journal_and_new_runs_are_read_alone
     out = tmp_path / "out"
     cold, cold_rows = collect([bucket_url], out)
     assert cold.valid == len(cold_rows) == 5
-    assert stacks.journal_since(_stamp(out, bucket_url, w.stack)) is not None  # the stack keeps a journal stamp
+    assert survey.journal_since(_stamp(out, bucket_url, w.stack)) is not None  # the stack keeps a journal stamp
 
     calls = Calls(monkeypatch)
     warm, warm_rows = collect([bucket_url], out)
@@ -191,7 +191,7 @@ def test_a_stack_whose_journal_cannot_be_read_is_checked_by_its_run_directories(
     def down(self, prefix, since):
         raise StorageError("the journal's listing failed")
 
-    monkeypatch.setattr(stacks._DelimiterStacks, "journal", down)
+    monkeypatch.setattr(survey._DelimiterStacks, "journal", down)
     calls = Calls(monkeypatch)
     summary, rows = collect([bucket_url], out)
     assert calls.take()[0].get("run_dirs") == 1 and summary.new == 1 and len(rows) == 2
@@ -204,9 +204,9 @@ def test_a_journal_read_further_moves_the_stamp_on(bucket_url, tmp_path):
     w.run("20250101T000000Z-i-000-resnet50")
     out = tmp_path / "out"
     collect([bucket_url], out)
-    first = stacks.journal_since(_stamp(out, bucket_url, w.stack))
+    first = survey.journal_since(_stamp(out, bucket_url, w.stack))
     collect([bucket_url], out)  # the entry lies within the window: read, known
-    second = stacks.journal_since(_stamp(out, bucket_url, w.stack))
+    second = survey.journal_since(_stamp(out, bucket_url, w.stack))
     assert second > first
 
 
@@ -226,7 +226,7 @@ def test_a_stack_without_a_journal_is_checked_by_run_directory_as_before(s3_buck
     assert summary.new == 1 and len(rows) == 3
     w.announce("20250101T000000Z-i-002-resnet50")  # its writers begin a journal: checked by it from the next collect
     collect([url], out)
-    assert stacks.journal_since(_stamp(out, url, w.stack)) is not None
+    assert survey.journal_since(_stamp(out, url, w.stack)) is not None
     calls.take()
     collect([url], out)
     assert calls.take()[0] == {"journal": 1}

@@ -1,4 +1,4 @@
-"""analysis.collect.prefetch on moto S3: once a step's own downloads are done, the next stack's new
+"""analysis.collect.sources.Prefetch on moto S3: once a step's own downloads are done, the next stack's new
 results are downloaded on a thread of their own and handed to its step, which parses and judges
 them as if it had read them; the table is the one a collect without it writes. What is fetched
 ahead is only what the step would read, within a byte budget; a ranged read that no longer parses
@@ -13,7 +13,7 @@ import pytest
 from test_collect import listed_before_it_grew
 from test_collect_bounded_s3 import _put
 
-from analysis.collect import collect, prefetch
+from analysis.collect import collect, sources
 from payload import layout
 from payload.storage import open_store
 
@@ -68,7 +68,7 @@ def test_the_next_stacks_results_are_read_ahead_and_the_table_is_the_same(four_s
     assert {layout.parse_key(k).stack for k, _, t in reads.reads if not t.startswith(PREFETCH_THREAD)} == {stacks[0]}
     assert len(reads.reads) == summary.new == summary.valid == 12  # each result read once
 
-    monkeypatch.setattr(prefetch.Prefetch, "start", lambda self, views: None)  # the same collect without it
+    monkeypatch.setattr(sources.Prefetch, "start", lambda self, views: None)  # the same collect without it
     reads.reads.clear()
     plain_summary, plain_rows = collect([url], tmp_path / "plain")
     assert reads.stacks_read_on(PREFETCH_THREAD) == set()
@@ -97,7 +97,7 @@ def test_a_prefetch_that_fails_costs_only_its_head_start(four_stacks, tmp_path, 
     def broken(*args):
         raise RuntimeError("the prefetch's loop died")
 
-    monkeypatch.setattr(prefetch, "read_on_private_loop", broken)
+    monkeypatch.setattr(sources, "_fetch_ahead", broken)
     reads = ReadsByThread(monkeypatch)
     summary, rows = collect([url], tmp_path / "out")
     assert reads.stacks_read_on(PREFETCH_THREAD) == set() and len(reads.reads) == 12
@@ -108,7 +108,7 @@ def test_a_prefetch_that_fails_costs_only_its_head_start(four_stacks, tmp_path, 
 def test_what_is_read_ahead_stays_within_its_byte_budget(four_stacks, tmp_path, monkeypatch):
     url, held = four_stacks
     size = max(i.size for i in _infos(url))
-    monkeypatch.setattr(prefetch, "PREFETCH_BYTES", size + size // 2)  # room for one result a stack
+    monkeypatch.setattr(sources, "PREFETCH_BYTES", size + size // 2)  # room for one result a stack
     reads = ReadsByThread(monkeypatch)
     summary, rows = collect([url], tmp_path / "out")
     ahead = [k for k, _, t in reads.reads if t.startswith(PREFETCH_THREAD)]
@@ -162,7 +162,7 @@ def test_the_byte_budget_is_shared_by_every_source(s3_bucket, tmp_path, monkeypa
     held = _put(first, stacks=3, runs=3)
     _put(second, stacks=3, runs=3)
     size = max(i.size for i in _infos(first) + _infos(second))
-    monkeypatch.setattr(prefetch, "PREFETCH_BYTES", 2 * size + size // 2)  # room for one result a source
+    monkeypatch.setattr(sources, "PREFETCH_BYTES", 2 * size + size // 2)  # room for one result a source
     reads = ReadsByThread(monkeypatch)
     summary, rows = collect([first, second], tmp_path / "out")
     ahead = [layout.parse_key(k).stack for k, _, t in reads.reads if t.startswith(PREFETCH_THREAD)]

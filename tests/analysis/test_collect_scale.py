@@ -10,7 +10,7 @@ import json
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import main
-from analysis.collect import collect, stacks
+from analysis.collect import collect, survey
 from analysis.collect.validation import KNOWN_RUN_FILES
 from analysis.dataset.store import StoredRows
 from payload import exitcodes
@@ -34,13 +34,13 @@ def _results(n: int, first: int = 0, status: str = "completed") -> list[dict]:
 def _listed_stacks(monkeypatch) -> list[str]:
     """The stacks collect lists file by file on file://, as it lists them."""
     listed: list[str] = []
-    real = stacks._FileStacks.objects
+    real = survey._FileStacks.objects
 
     def objects(self, prefix):
         listed.append(prefix)
         return real(self, prefix)
 
-    monkeypatch.setattr(stacks._FileStacks, "objects", objects)
+    monkeypatch.setattr(survey._FileStacks, "objects", objects)
     return listed
 
 

@@ -7,6 +7,7 @@ spreadsheet formula, and a report over runs without an offering."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import csv as _csv
 import json
@@ -304,7 +305,7 @@ def test_the_bulk_path_never_reads_past_the_cap_even_when_the_object_grew(s3_buc
     open_store(url).put_bytes("runs/s/r/result.json", b"z" * 5000)
     source = bulk.S3Bulk(url)
     source.max_bytes = 1000
-    loop = bulk.new_event_loop()
+    loop = asyncio.new_event_loop()
     try:
         for listed in (None, 500, 5000):  # a whole get, a grown object (listed small), listed large
             with pytest.raises(bulk.ObjectTooLarge) if listed != 500 else _nothing():

@@ -189,14 +189,14 @@ def test_a_collect_killed_mid_write_leaves_the_previous_snapshot(tmp_path):
 import sys, time
 from analysis.dataset import store
 real = store.append
-def slow(loc, batches, schema=None):
+def slow(loc, batches):
     def trickle():
         for i, b in enumerate(batches):
             if i == 1:
                 print("writing", flush=True)
                 time.sleep(600)
             yield b
-    return real(loc, trickle(), schema)
+    return real(loc, trickle())
 store.append = slow
 from analysis.dataset import stackwise
 stackwise.BATCH_ROWS = 50

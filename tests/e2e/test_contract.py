@@ -209,7 +209,7 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
     assert load_catalog().price(offering.id).hourly_usd == pytest.approx(row["hourly_usd"])
     # the settled stack is checked by its journal from the next collect on (analysis/collect/survey.py)
     from analysis.collect.manifest import MANIFEST_NAME, Manifest
-    from analysis.collect.stacks import journal_since
+    from analysis.collect.survey import journal_since
 
     settled = Manifest(report_dir / MANIFEST_NAME).settled(results_url)
     assert journal_since(settled[f"runs/{STACK}/"].stamp) is not None, settled
