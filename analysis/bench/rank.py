@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from analysis.bench.plan import require
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 
@@ -23,15 +22,11 @@ PICK_FIELDS = (
 
 def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float | None) -> dict:
     """The picks, frontier, ranking and sentence for one bench run's candidate rows."""
-    for name, value in (("deadline_hours", deadline_hours), ("budget_usd", budget_usd)):
-        require(name, value, " (leave it out for no limit)")
     labels = _labels(rows)
     timed = [r for r in rows if finite(r.get("est_hours")) is not None]
-    priced = sorted((r for r in timed if finite(r.get("est_usd")) is not None), key=_by_cost)
-    unpriced = sorted((r for r in timed if finite(r.get("est_usd")) is None), key=_by_time)
-    cheapest = priced[0] if priced else None
-    fastest = min(timed, key=_by_time) if timed else None
-    picks = {"cheapest": cheapest, "fastest": fastest}
+    priced = sorted(filter(_priced, timed), key=_by_cost)
+    unpriced = sorted((r for r in timed if not _priced(r)), key=_by_time)
+    picks = {"cheapest": priced[0] if priced else None, "fastest": min(timed, key=_by_time, default=None)}
     if deadline_hours is not None:
         picks["within_deadline"] = next((r for r in priced if _fits_deadline(r, deadline_hours)), None)
     if budget_usd is not None:
@@ -73,6 +68,10 @@ def finite(value) -> float | None:
     return float(value) if ok else None
 
 
+def _priced(r: dict) -> bool:
+    return finite(r.get("est_usd")) is not None
+
+
 def _bound(row: dict, key: str) -> float:
     """An interval end; an absent upper bound is unbounded."""
     value = finite(row.get(key))
@@ -81,13 +80,8 @@ def _bound(row: dict, key: str) -> float:
 
 def _labels(rows: list[dict]) -> dict[int, str]:
     """Each row as people read it: the offering, '(spot)', the stack name when two would read the same."""
-    plain = {}
-    for i, r in enumerate(rows):
-        if not r.get("offering"):
-            raise ValueError(f"candidate {i} has no 'offering' (got keys {sorted(r)}); every row names its offering")
-        plain[i] = str(r["offering"]) + (" (spot)" if r.get("market") == "spot" else "")
-    counts = {text: list(plain.values()).count(text) for text in plain.values()}
-    return {id(rows[i]): text + (f" [{rows[i].get('name')}]" if counts[text] > 1 else "") for i, text in plain.items()}
+    plain = [str(r["offering"]) + (" (spot)" if r.get("market") == "spot" else "") for r in rows]
+    return {id(r): text + (f" [{r.get('name')}]" if plain.count(text) > 1 else "") for r, text in zip(rows, plain)}
 
 
 def _shown(usd_value: float) -> float:
@@ -112,7 +106,7 @@ def _by_cost(r: dict) -> tuple:
 
 
 def _by_time(r: dict) -> tuple:
-    cost = math.inf if finite(r.get("est_usd")) is None else _cents(r)
+    cost = _cents(r) if _priced(r) else math.inf
     return (_seconds(r), cost, *_names(r))
 
 
@@ -153,54 +147,44 @@ def _why_unmeasured(r: dict) -> str:
     return str(r.get("reason") or f"no estimate{status}")
 
 
-def _hours_text(r: dict) -> str:
-    """'3.21 h (2.90-3.60 h)': the estimate and its interval in one unit."""
-    low, high = _bound(r, "est_hours_low"), _bound(r, "est_hours_high")
-    unit = time_unit([r["est_hours"], low] + ([high] if math.isfinite(high) else []))
-    span = f"{in_unit(low, unit)}-{in_unit(high, unit)} {unit}" if math.isfinite(high) else None
-    span = span or f"{in_unit(low, unit)} {unit} or more"
-    return f"{in_unit(r['est_hours'], unit)} {unit} ({span})"
-
-
-def _usd_text(r: dict) -> str:
-    if finite(r.get("est_usd")) is None:
-        return "no price"
-    low, high = _bound(r, "est_usd_low"), _bound(r, "est_usd_high")
-    span = f"{usd_amount(low)}-{usd_amount(high)}" if math.isfinite(high) else f"{usd_amount(low)} or more"
-    return f"{usd(r['est_usd'])} ({span})"
+def interval(low, high, fmt: Callable[[float], str], unit: str = "") -> str:
+    """'2.90-3.60 h'; an absent upper bound reads '2.90 h or more'."""
+    return f"{fmt(low)}-{fmt(high)}{unit}" if finite(high) is not None else f"{fmt(low)}{unit} or more"
 
 
 def _figures(r: dict) -> str:
-    return f"about {_hours_text(r)} for {_usd_text(r)}"
+    """'about 3.21 h (2.90-3.60 h) for USD 4.00 (3.50-4.60)': the estimates and their intervals, in one unit."""
+    low, high = _bound(r, "est_hours_low"), _bound(r, "est_hours_high")
+    unit = time_unit([r["est_hours"], low] + ([high] if math.isfinite(high) else []))
+    hours = interval(low, high, lambda v: in_unit(v, unit), f" {unit}")
+    cost = f"{usd(r['est_usd'])} ({interval(_bound(r, 'est_usd_low'), r.get('est_usd_high'), usd_amount)})"
+    return f"about {in_unit(r['est_hours'], unit)} {unit} ({hours}) for " + (cost if _priced(r) else "no price")
 
 
 def _sentence(rows, priced, unpriced, picks, labels, limits) -> str:
     """The answer in plain words, then ties, near ties and what could not be estimated."""
+    tail = _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
     if not priced and not unpriced:
-        return "No candidate produced an estimate." + _unmeasured_text(rows, labels)
+        return "No candidate produced an estimate." + tail
     if not priced:
         fast = picks["fastest"]
         text = f"No candidate has a price, so none is ranked by cost; the fastest is {labels[id(fast)]}"
-        return text + f", {_figures(fast)}." + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
-    parts = _headline(priced, picks, labels, limits)
-    text = "; ".join(parts) + "."
-    text += _ties_text(priced, priced + unpriced, picks, labels)
-    return text + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
+        return f"{text}, {_figures(fast)}.{tail}"
+    text = "; ".join(_headline(priced, picks, labels, limits))
+    return f"{text}.{_ties_text(priced, priced + unpriced, picks, labels)}{tail}"
 
 
 def _limits_with_misses(limits: dict) -> list[tuple[str, str, Callable[[dict], bool]]]:
     """(words when met, words when missed, test) for each limit the user gave, none for one not given."""
-    deadline, budget = limits["deadline_hours"], limits["budget_usd"]
-    out: list[tuple[str, str, Callable[[dict], bool]]] = []
-    if deadline is not None:
-        shown = duration(deadline)
-        out.append(
-            (f"finishes within {shown}", f"does not finish within {shown}", lambda r: _fits_deadline(r, deadline))
-        )
-    if budget is not None:
-        shown = usd(budget)
-        out.append((f"costs at most {shown}", f"costs more than {shown}", lambda r: _fits_budget(r, budget)))
-    return out
+    given = (
+        (limits["deadline_hours"], duration, "finishes within", "does not finish within", _fits_deadline),
+        (limits["budget_usd"], usd, "costs at most", "costs more than", _fits_budget),
+    )
+    return [
+        (f"{yes} {show(v)}", f"{no} {show(v)}", lambda r, fits=fits, v=v: fits(r, v))
+        for v, show, yes, no, fits in given
+        if v is not None
+    ]
 
 
 def _only_one(r: dict, labels, limits) -> list[str]:
@@ -282,11 +266,8 @@ def _ties_text(priced, timed, picks, labels) -> str:
         text += f" {labels[id(cheapest)]} ties on cost with {names} at {usd(cheapest['est_usd'])}; " + (
             f"{labels[id(cheapest)]} is named because {rule}." if faster else f"{rule}."
         )
-    close = [
-        r
-        for r in priced[1:]
-        if not any(r is t for t in tied) and _bound(r, "est_usd_low") <= _bound(cheapest, "est_usd_high")
-    ]
+    reach = _bound(cheapest, "est_usd_high")
+    close = [r for r in priced[1:] if _cents(r) != _cents(cheapest) and _bound(r, "est_usd_low") <= reach]
     if close:
         names = ", ".join(labels[id(r)] for r in close[:MAX_CLOSE_NAMED]) + (
             f" and {len(close) - MAX_CLOSE_NAMED} more" if len(close) > MAX_CLOSE_NAMED else ""
