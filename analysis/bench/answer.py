@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from analysis.bench.extrapolate import estimate_on, probe_periodic
+from analysis.bench.probes import ESTIMATED, ProbeReport
 from analysis.bench.rank import answer, throughput_answer
-from analysis.bench.readings import ESTIMATED, ProbeReport
 from payload.steady import Steady
 from payload.workloads.conventions.work import progress_of, whole_job
 

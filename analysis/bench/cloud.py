@@ -15,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, newest_result, read_back
+from analysis.bench.probes import Live, ProbeReport, Probes, newest_result, read_back
 from analysis.bench.record import BenchRecord
 from analysis.launch_failures import up
 from infra import clouds

@@ -21,8 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, newest_result, probe_cost, read_back
+from analysis.bench.probes import Live, ProbeReport, Probes, newest_result, probe_cost, read_back
 from infra.catalog import load_catalog
 from infra.launch import offering_options
 from infra.ssh.session import load_stack, run_ssh_stack

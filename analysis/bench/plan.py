@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.bench.candidates import Candidate
-from analysis.bench.readings import probe_cost
+from analysis.bench.probes import probe_cost
 from analysis.output import fmt_usd, print_table
 from analysis.readiness import launch_checks
 from infra.conventions import UsageError

@@ -29,8 +29,7 @@ from analysis.bench.plan import (
     check_request,
     make_plan,
 )
-from analysis.bench.probes import Probes, run_all
-from analysis.bench.readings import ProbeReport
+from analysis.bench.probes import ProbeReport, Probes, run_all
 from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench_id
 from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
@@ -209,27 +208,18 @@ def bench(
 
     with stop_signals_as_interrupt():  # SIGTERM and SIGHUP end the probes as Ctrl-C does
         try:
-            settled, samples = None, None if throughput_only else work_samples(task)
+            settled = None
             if first is None:
                 reports = probe_round(list(candidates))
             else:
+                samples = None if throughput_only else work_samples(task)
                 how = (model, plan.bounds, budget_usd, samples, throughput_only, printer)
                 settled = settle(candidates, first, probe_round, *how)
                 reports = settled.reports
         except KeyboardInterrupt as exc:
             unattended = yes or isinstance(exc, StopSignal)  # a signal, not a person: no one to ask
             return cancelled(task, candidates, probes, unattended, confirm, record)
-    doc = answer_doc(
-        str(task.path),
-        reports,
-        unmatched,
-        work_samples=samples,
-        throughput_only=throughput_only,
-        predicted=settled.predicted if settled else (),
-        work=getattr(task, "work", None),
-        **limits,
-    )
-    return finish(task, doc, reports, record, printer, settled, plan, history)
+    return finish(task, reports, unmatched, limits, throughput_only, record, printer, settled, plan, history)
 
 
 def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throughput_only) -> Any:
@@ -281,9 +271,12 @@ def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
     ]
 
 
-def finish(task, doc: dict, reports, record: BenchRecord, printer, settled, plan, history: list[Path]) -> BenchOutcome:
-    """Judge earlier predictions (with --probe, say what that saved and record this bench's for the next),
-    write the page; FAILED when no candidate has an estimate."""
+def finish(task, reports, unmatched, limits, by_rate, record: BenchRecord, printer, settled, plan, history):
+    """Estimate and rank, judge earlier predictions (with --probe, say what that saved and record this bench's
+    for the next), write the page; FAILED when no candidate has an estimate."""
+    samples, predicted = None if by_rate else work_samples(task), settled.predicted if settled else ()
+    how = dict(work_samples=samples, throughput_only=by_rate, predicted=predicted, work=getattr(task, "work", None))
+    doc = answer_doc(str(task.path), reports, unmatched, **how, **limits)
     doc["bench_id"] = record.bench_id
     for r in reports:
         if r.candidate.kind != "cloud":  # cloud probes record their destroy themselves
@@ -307,7 +300,7 @@ def finish(task, doc: dict, reports, record: BenchRecord, printer, settled, plan
     record.save()
     printer(f"answer: {doc['answer'].get('sentence')}")
     printer(f"page: {page}")
-    answered = "samples_per_second" if doc["throughput_only"] else "est_hours"
+    answered = "samples_per_second" if by_rate else "est_hours"
     estimated = any(r.get(answered) is not None for r in doc["candidates"])
     return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, record.path.parent)
 
