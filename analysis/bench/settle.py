@@ -17,7 +17,6 @@ from typing import Any
 from analysis.bench.answer import ROW_FIELDS, candidate_row, row_of
 from analysis.bench.rank import finite
 from analysis.predict import calibration as cal
-from analysis.predict.model import NotPredictable, figures, machine_factor
 from analysis.predict.predict import PREDICTED, Measured, _model_doc, fit, gpu_specs, predicted_picks
 from analysis.predict.predict import candidate_row as predicted_row
 from infra.catalog import load_catalog
@@ -41,12 +40,12 @@ class Model:
         """(ln compute, ln bandwidth, ln machine factor) of a candidate; None when the model cannot place it."""
         spec = self.specs.get(getattr(cand, "gpu", None))
         try:
-            compute, bandwidth = figures(spec, self.precision) if spec else (None, None)
-        except NotPredictable:
+            compute, bandwidth = cal.figures(spec, self.precision) if spec else (None, None)
+        except cal.NotPredictable:
             return None
         if compute is None:
             return None
-        scale = math.log(machine_factor(cand.gpu_count, self.calib.efficiency))
+        scale = math.log(cal.machine_factor(cand.gpu_count, self.calib.efficiency))
         return math.log(compute), math.log(bandwidth), scale
 
     def speed(self, place: tuple[float, float, float]) -> float:

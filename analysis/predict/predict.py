@@ -14,7 +14,6 @@ from analysis.bench.candidates import CandidateError, alternatives, cloud_candid
 from analysis.bench.extrapolate import estimate_on, work_samples
 from analysis.bench.rank import answer
 from analysis.predict import calibration as cal
-from analysis.predict.model import PRECISIONS, NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
 from infra.catalog import load_catalog
 from payload.steady import Steady
 from payload.workloads.spec import parse_accelerators
@@ -87,11 +86,6 @@ def gpu_specs(catalog: Any) -> dict[str, Any]:
     return {o.gpu.model: o.gpu for o in catalog.offerings() if o.gpu}
 
 
-def check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise PredictError(f"--{name} {value!r} is not one of {', '.join(allowed)}")
-
-
 @dataclass(frozen=True)
 class Fit:
     """The model as used for this job: its alpha and where it came from."""
@@ -109,11 +103,11 @@ def fit(
     per_gpu = _per_gpu_rates(measured, specs, precision, calib.efficiency)
     pairs = []
     for s, t in ((s, t) for s in per_gpu for t in per_gpu if s < t):
-        xc, xb = log_ratios(specs[s], specs[t], precision)
+        xc, xb = cal.log_ratios(specs[s], specs[t], precision)
         pairs.append((xc, xb, math.log(per_gpu[t] / per_gpu[s])))
     if not any(abs(xc - xb) > 1e-12 for xc, xb, _ in pairs):
         return Fit(prior, f"prior for {group}, fitted on the calibration tables", calib)
-    alpha = fit_alpha(pairs, prior, cal.PRIOR_WEIGHT)
+    alpha = cal.fit_alpha(pairs, prior, cal.PRIOR_WEIGHT)
     return Fit(alpha, f"fitted on the measured {', '.join(sorted(per_gpu))}, pulled toward the {group} prior", calib)
 
 
@@ -122,15 +116,15 @@ def _per_gpu_rates(measured: Sequence[Measured], specs: dict, precision: str, ef
     logs: dict[str, list[float]] = {}
     for m in measured:
         if m.gpu in specs and not _missing(specs[m.gpu], precision):
-            logs.setdefault(m.gpu, []).append(math.log(m.rate / machine_factor(m.count, efficiency)))
+            logs.setdefault(m.gpu, []).append(math.log(m.rate / cal.machine_factor(m.count, efficiency)))
     return {gpu: math.exp(math.fsum(v) / len(v)) for gpu, v in logs.items()}
 
 
 def _missing(spec: Any, precision: str) -> str | None:
     """What the model lacks of a GPU's figures, or None."""
     try:
-        figures(spec, precision)
-    except NotPredictable as exc:
+        cal.figures(spec, precision)
+    except cal.NotPredictable as exc:
         return str(exc)
     return None
 
@@ -139,14 +133,17 @@ def predict_rate(target: str, count: int, measured: Sequence[Measured], specs: d
     """(rate, low, high) of a machine of `count` `target` GPUs; NotPredictable names what is missing."""
     spec = specs.get(target)
     if spec is None:
-        raise NotPredictable(f"the catalog has no datasheet figures for {target}")
-    figures(spec, precision)  # the target's own figures, named when missing
+        raise cal.NotPredictable(f"the catalog has no datasheet figures for {target}")
+    cal.figures(spec, precision)  # the target's own figures, named when missing
     sources = _per_gpu_rates(measured, specs, precision, model.calibration.efficiency)
     if not sources:
         problems = [p for m in measured if (p := _missing(specs[m.gpu], precision))]
-        raise NotPredictable("no measured GPU has the figures the model needs: " + "; ".join(problems))
-    logs = [math.log(rate * ratio(model.alpha, *log_ratios(specs[s], spec, precision))) for s, rate in sources.items()]
-    rate = math.exp(math.fsum(logs) / len(logs)) * machine_factor(count, model.calibration.efficiency)
+        raise cal.NotPredictable("no measured GPU has the figures the model needs: " + "; ".join(problems))
+    logs = [
+        math.log(rate * cal.ratio(model.alpha, *cal.log_ratios(specs[s], spec, precision)))
+        for s, rate in sources.items()
+    ]
+    rate = math.exp(math.fsum(logs) / len(logs)) * cal.machine_factor(count, model.calibration.efficiency)
     k = model.calibration.factor
     return rate, rate / k, rate * k
 
@@ -178,7 +175,7 @@ def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: d
     else:
         try:
             rate, low, high = predict_rate(cand.gpu, cand.gpu_count, measured, specs, model, precision)
-        except NotPredictable as exc:
+        except cal.NotPredictable as exc:
             return row | {"basis": NOT_PREDICTABLE, "reason": f"not predictable: {exc}"}
         row["basis"] = PREDICTED
         row["notes"] += _outside(cand.gpu, specs, model.calibration)
@@ -259,10 +256,10 @@ def predict(
 ) -> dict[str, Any]:
     """The --json document: the model, the measured rates, one row per candidate, the answer."""
     catalog = catalog or load_catalog()
-    check_choice("precision", precision, PRECISIONS)
     specs = gpu_specs(catalog)
     calib = cal.shipped(tuple(sorted(specs.items())))
-    check_choice("family", family, (cal.ANY_FAMILY, *calib.families))
+    if family not in (families := (cal.ANY_FAMILY, *calib.families)):  # --precision is argparse's `choices`
+        raise PredictError(f"--family {family!r} is not one of {', '.join(families)}")
     if not (isinstance(overhead_seconds, (int, float)) and math.isfinite(overhead_seconds) and overhead_seconds >= 0):
         raise PredictError(f"--overhead-minutes {overhead_seconds / 60:g}: give zero or more minutes")
     measured = parse_measured(measured_items, catalog)

@@ -16,7 +16,7 @@ from analysis.bench.plan import make_plan
 from analysis.bench.probes import ProbeReport
 from analysis.bench.record import BenchRecord
 from analysis.bench.settle import NOT_PREDICTED, Model, first_probes, in_doubt, settle, summary
-from analysis.predict.model import figures, machine_factor
+from analysis.predict.calibration import figures, machine_factor
 from analysis.predict.predict import PREDICTED
 
 SIX = "T4,L4,A10G,L40S,H100,T4:4"  # six AWS candidates; the catalog has no bandwidth for A10G
