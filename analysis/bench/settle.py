@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.bench.answer import ROW_FIELDS, candidate_row, row_of
-from analysis.bench.rank import finite
+from analysis.bench.answer import ROW_FIELDS, candidate_row, finite, row_of
 from analysis.predict import calibration as cal
 from analysis.predict.predict import PREDICTED, Measured, _model_doc, fit, gpu_specs, predicted_picks
 from analysis.predict.predict import candidate_row as predicted_row

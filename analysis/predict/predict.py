@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.bench.answer import answer
 from analysis.bench.candidates import CandidateError, alternatives, cloud_candidates, known_gpu
 from analysis.bench.extrapolate import estimate_on, work_samples
-from analysis.bench.rank import answer
 from analysis.predict import calibration as cal
 from infra.catalog import load_catalog
 from payload.steady import Steady

@@ -1,4 +1,4 @@
-"""analysis.bench.rank: picks, frontier, ordering, ties and the sentence that answers."""
+"""analysis.bench.answer: picks, frontier, ordering, ties and the sentence that answers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from analysis.bench.rank import answer
+from analysis.bench.answer import answer
 
 
 def row(offering, hours, cost, *, spread=(0.9, 1.1), market="on-demand", name=None, **extra):
