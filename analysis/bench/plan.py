@@ -78,10 +78,8 @@ def make_plan(
     probe_minutes: float,
     boot_allowance_seconds: float = DEFAULT_BOOT_ALLOWANCE_SECONDS,
 ) -> ProbePlan:
-    """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price."""
-    require("probe_minutes", probe_minutes)
-    if not boot_allowance_seconds >= 0:
-        raise ValueError(f"boot allowance {boot_allowance_seconds}: must be zero or more seconds")
+    """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price
+    (--probe-minutes is checked first: check_options)."""
     names = [c.name for c in candidates]
     doubles = sorted({n for n in names if names.count(n) > 1})
     if doubles:
@@ -92,8 +90,7 @@ def make_plan(
 
 
 def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
-    """Refuse to start when the probes alone could cost more than the budget."""
-    require("budget_usd", budget_usd)
+    """Refuse to start when the probes alone could cost more than the budget (checked first: check_options)."""
     if budget_usd is None or plan.total_bound_usd <= budget_usd:
         return
     dearest = max(plan.bounds, key=plan.bounds.__getitem__)
@@ -136,29 +133,17 @@ OPTIONS = {
 }
 
 
-def check_option(name: str, value: Any) -> str | None:
-    """The problem with one option's value (None when it is fine or not given)."""
-    if value is None:
-        return None
-    o = OPTIONS[name]
-    lowest = f">= {o.low:g}" if o.low_ok else f"> {o.low:g}"
-    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not number or value < o.low or (value == o.low and not o.low_ok):
-        return f"{o.flag} {value}: give {o.unit} {lowest}, e.g. {o.example}"
-    if value > o.high:
-        return f"{o.flag} {value:g}: more than {o.high:g} {o.unit} ({o.why_high}); give e.g. {o.example}"
-    return None
-
-
-def require(name: str, value: Any, fix: str = "") -> None:
-    """ValueError naming the problem with one option's value (and `fix`)."""
-    if problem := check_option(name, value):
-        raise ValueError(problem + fix)
-
-
 def check_options(**values: Any) -> list[str]:
-    """Every problem among the numeric options given (name=value, names from OPTIONS)."""
-    return [p for name, value in values.items() if (p := check_option(name, value))]
+    """Every problem among the numeric options given (name=value, names from OPTIONS; None: not given)."""
+    problems = []
+    for o, value in ((OPTIONS[name], value) for name, value in values.items() if value is not None):
+        lowest = f">= {o.low:g}" if o.low_ok else f"> {o.low:g}"
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or value < o.low or (value == o.low and not o.low_ok):
+            problems.append(f"{o.flag} {value}: give {o.unit} {lowest}, e.g. {o.example}")
+        elif value > o.high:
+            problems.append(f"{o.flag} {value:g}: more than {o.high:g} {o.unit} ({o.why_high}); give e.g. {o.example}")
+    return problems
 
 
 def check_probe(probe: Any, *, local: bool, hosts: Sequence[str]) -> list[str]:

@@ -75,11 +75,6 @@ def first_probes(candidates: Sequence[Any], n: int, model: Model, by_rate: bool 
     return chosen
 
 
-def _balance(place: tuple[float, float, float]) -> float:
-    """ln C - ln B: a wrong alpha moves a prediction by (its error) x (the difference of two GPUs' balance)."""
-    return place[0] - place[1]
-
-
 def _could_lead(cand: Any, lead: Any, model: Model, by_rate: bool) -> bool:
     """Whether the candidate beats the lead at the alpha (0..1) and interval end most in its favour."""
     c, ref = model.place(cand), model.place(lead)
@@ -102,45 +97,40 @@ def _most_uncertain(rest: list[Any], chosen: list[Any], model: Model, by_rate: b
     contenders = [c for c in rest if _could_lead(c, chosen[0], model, by_rate)]
     if not contenders:
         return rest[0]
-    placed = [p for p in (model.place(s) for s in chosen) if p is not None]
+    # balance ln C - ln B: a wrong alpha moves a prediction by (its error) x (two GPUs' difference in balance)
+    balances = [p[0] - p[1] for p in map(model.place, chosen) if p is not None]
 
     def spread(c: Any) -> float:
-        b = _balance(model.place(c))
-        return min((abs(b - _balance(p)) for p in placed), default=0.0)
+        place = model.place(c)
+        return min((abs(place[0] - place[1] - b) for b in balances), default=0.0)
 
     return max(contenders, key=spread)  # max keeps the first of equals: the most promising
-
-
-def measured_rates(rows: Sequence[dict], candidates: dict[str, Any]) -> list[Measured]:
-    """The rates the probes measured, as the predictor takes them (candidates: row name -> candidate)."""
-    out = []
-    for row in rows:
-        cand, rate = candidates.get(row["name"]), row.get("samples_per_second")
-        if cand is not None and cand.gpu and isinstance(rate, (int, float)) and rate > 0:
-            out.append(Measured(cand.gpu, cand.gpu_count, float(rate)))
-    return out
-
-
-def overhead(rows: Sequence[dict]) -> float | None:
-    """The probed candidates' median overhead (launch to first step, plus the finish where timed)."""
-    found = [
-        float(r["overhead_seconds"]) + float(r.get("finish_seconds") or 0.0)
-        for r in rows
-        if isinstance(r.get("overhead_seconds"), (int, float))
-    ]
-    return statistics.median(found) if found else None
 
 
 def predict_rows(
     unprobed: Sequence[Any], measured_rows: Sequence[dict], candidates: dict[str, Any], model: Model, work: Any
 ) -> tuple[list[dict], Any]:
-    """(bench rows for the unprobed candidates, the fit) from the rates measured so far."""
-    measured = measured_rates(measured_rows, candidates)
+    """(bench rows for the unprobed candidates, the fit) from the rates measured so far (candidates: row name
+    -> candidate)."""
+    measured = [
+        Measured(cand.gpu, cand.gpu_count, float(rate))
+        for row in measured_rows
+        if (cand := candidates.get(row["name"])) is not None
+        and cand.gpu
+        and isinstance(rate := row.get("samples_per_second"), (int, float))
+        and rate > 0
+    ]
     if not measured:
         why = "not predicted: no probe measured a rate to predict from"
         return [_row(c, {"reason": why}, NOT_PREDICTED) for c in unprobed], None
     model_fit = fit(measured, model.specs, model.calib, model.family, model.precision)
-    seconds = overhead(measured_rows)
+    # the probed candidates' median overhead (launch to first step, plus the finish where timed)
+    found = [
+        float(r["overhead_seconds"]) + float(r.get("finish_seconds") or 0.0)
+        for r in measured_rows
+        if isinstance(r.get("overhead_seconds"), (int, float))
+    ]
+    seconds = statistics.median(found) if found else None
     note = f"overhead {seconds:,.0f} s: the median of the probed candidates'" if seconds is not None else None
     note = note or "excludes boot, image pull and setup: no probe measured them"
     job = {"work_samples": work, "overhead_seconds": seconds or 0.0, "notes": [note]}
