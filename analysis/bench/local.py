@@ -1,11 +1,8 @@
 """Probes on machines of your own, with no stack to destroy: this machine (`--local`) and SSH hosts (`--hosts`).
 
-Locally the payload runs the task in probe mode in its own session.
-
-Ctrl-C reaches the bench only; the bench ends the probe by signalling the payload's process group, waits
-longer than the payload's own grace, then kills any process still carrying the probe's mark (a job that
-escaped a killed payload). The overhead counts the payload's start (a `process_start` host event) and the
-finish the time from the job's end to the process's exit.
+Locally the payload runs the task in probe mode in its own session. Ctrl-C reaches the bench only; the bench
+ends the probe by signalling the payload's process group, waits longer than the payload's own grace, then
+kills any process still carrying the probe's mark (a job that escaped a killed payload).
 """
 
 from __future__ import annotations
@@ -68,12 +65,6 @@ def payload_env(mark: str, job_grace: float) -> dict[str, str]:
     return env | {STOP_GRACE_ENV: f"{job_grace:g}", MARK_ENV: mark}
 
 
-def write_process_start(path: Path) -> None:
-    """The host event that opens the probe's timeline: now, just before the payload process starts."""
-    event = {"event": "process_start", "time": iso(), "source": "host"}
-    path.write_text(json.dumps(event) + "\n", encoding="utf-8")
-
-
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     """`sig` to the payload's process group (it leads its own session); the process alone if that is gone."""
     try:
@@ -94,14 +85,10 @@ def end_marked(mark: str, kill_wait: float = KILL_WAIT_SECONDS) -> set[int]:
     return proctree.terminate(lambda: marked(mark), 0.0, kill_wait)
 
 
-class LeftRunning(RuntimeError):
-    """Processes of a probe outlived its stop; the message names them."""
-
-
 def stop_payload(proc: subprocess.Popen, grace: float, mark: str | None = None) -> None:
     """End a probe: SIGTERM to the payload's process group (the payload ends its job's tree and writes an
     interrupted result), SIGKILL after `grace`; then every process still carrying the mark is killed.
-    Raises LeftRunning when the listing still shows one of them."""
+    RuntimeError when the listing still shows one of them."""
     if proc.poll() is None:
         _signal_group(proc, signal.SIGTERM)
         try:
@@ -111,7 +98,7 @@ def stop_payload(proc: subprocess.Popen, grace: float, mark: str | None = None) 
             proc.wait(timeout=KILL_WAIT_SECONDS)
     left = end_marked(mark) if mark is not None else set()
     if left:
-        raise LeftRunning(f"process(es) {', '.join(str(p) for p in sorted(left))} survived SIGKILL")
+        raise RuntimeError(f"process(es) {', '.join(str(p) for p in sorted(left))} survived SIGKILL")
 
 
 def finish_seconds(result: dict | None, exited_at: float) -> float | None:
@@ -140,7 +127,8 @@ class LocalProbe:
         )
         started, t0 = utcnow(), time.monotonic()
         say(f"probing on this machine (at most {self.probe_seconds:.0f} s of the job); log {log}")
-        write_process_start(events)
+        start = {"event": "process_start", "time": iso(), "source": "host"}  # opens the timeline: overhead counts it
+        events.write_text(json.dumps(start) + "\n", encoding="utf-8")
         mark, job_grace = uuid.uuid4().hex, stop_grace_seconds()
         env = {**payload_env(mark, job_grace), **self.extra_env}
         with log.open("w", encoding="utf-8") as out:
@@ -193,14 +181,11 @@ class SshProbe:
         self.task, self.probe_seconds = Path(task).resolve(), float(probe_seconds)
         self.stacks_dir, self.poll = stacks_dir, poll_seconds
 
-    def config(self, name: str) -> Any:
-        """The host's stack with the task as its job (raises ConfigError / FileNotFoundError)."""
-        return load_stack(name, self.stacks_dir).with_overrides(workload=str(self.task), benchmark=())
-
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = candidate.name
         say = probes.printer.for_stack(name)
-        cfg = self.config(name)
+        # the host's stack with the task as its job
+        cfg = load_stack(name, self.stacks_dir).with_overrides(workload=str(self.task), benchmark=())
         started, t0 = utcnow(), time.monotonic()
         say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
         options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
