@@ -44,19 +44,6 @@ class Measured:
         return f"{self.gpu}:{self.count}"
 
 
-def _rate(text: str, item: str) -> float:
-    try:
-        rate = float(text)
-    except ValueError:
-        raise PredictError(f"--measured {item!r}: {text!r} is not a number; give {MEASURED_FORM}") from None
-    if not math.isfinite(rate) or rate <= 0:
-        raise PredictError(
-            f"--measured {item!r}: the rate must be a finite number of samples per second above zero, got {text}; "
-            f"give {MEASURED_FORM}"
-        )
-    return rate
-
-
 def parse_measured(items: Sequence[str], catalog: Any) -> list[Measured]:
     """`GPU[:N]=RATE` items, each GPU known to the catalog; the same GPU and count twice must agree."""
     if not items:
@@ -71,7 +58,18 @@ def parse_measured(items: Sequence[str], catalog: Any) -> list[Measured]:
             gpu = known_gpu(catalog, accel.name, f"--measured {item!r}")
         except (ValueError, CandidateError) as exc:
             raise PredictError(str(exc) if isinstance(exc, CandidateError) else f"--measured {item!r}: {exc}") from None
-        one = Measured(gpu, accel.count, _rate(value.strip(), item))
+        try:
+            rate = float(value)
+        except ValueError:
+            raise PredictError(
+                f"--measured {item!r}: {value.strip()!r} is not a number; give {MEASURED_FORM}"
+            ) from None
+        if not math.isfinite(rate) or rate <= 0:
+            raise PredictError(
+                f"--measured {item!r}: the rate must be a finite number of samples per second above zero, got "
+                f"{value.strip()}; give {MEASURED_FORM}"
+            )
+        one = Measured(gpu, accel.count, rate)
         before = found.setdefault(one.label, one)
         if before.rate != one.rate:
             raise PredictError(
@@ -148,17 +146,6 @@ def predict_rate(target: str, count: int, measured: Sequence[Measured], specs: d
     return rate, rate / k, rate * k
 
 
-def _outside(gpu: str, specs: dict, calib: cal.Calibration) -> list[str]:
-    known = {specs[g].architecture for g in calib.gpus if g in specs}
-    arch = specs[gpu].architecture if gpu in specs else None
-    if arch in known:
-        return []
-    return [
-        f"{gpu} ({arch}) is outside the calibration data ({', '.join(calib.gpus)}): the model extrapolates "
-        "from datasheet ratios alone; probe it if the choice turns on it"
-    ]
-
-
 def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: dict) -> dict[str, Any]:
     """One candidate's row: its rate (measured or predicted, with its interval) and its whole job."""
     row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
@@ -178,7 +165,12 @@ def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: d
         except cal.NotPredictable as exc:
             return row | {"basis": NOT_PREDICTABLE, "reason": f"not predictable: {exc}"}
         row["basis"] = PREDICTED
-        row["notes"] += _outside(cand.gpu, specs, model.calibration)
+        calib = model.calibration
+        if specs[cand.gpu].architecture not in {specs[g].architecture for g in calib.gpus if g in specs}:
+            row["notes"].append(
+                f"{cand.gpu} ({specs[cand.gpu].architecture}) is outside the calibration data ({', '.join(calib.gpus)}): "
+                "the model extrapolates from datasheet ratios alone; probe it if the choice turns on it"
+            )
     row.update(samples_per_second=rate, samples_per_second_low=low, samples_per_second_high=high)
     job_fields = _whole_job(cand, rate, low, high, job)
     return row | job_fields | {"notes": row["notes"] + job_fields.get("notes", [])}
@@ -275,6 +267,9 @@ def predict(
         "notes": [] if overhead_seconds else ["excludes boot, image pull and setup: pass --overhead-minutes"],
     }
     rows = [candidate_row(c, measured, specs, model, precision, job) for c in candidates]
+    # the bench's ranking and sentence over measured and predicted rows, saying which picks are predicted
+    out = answer(rows, deadline_hours=None, budget_usd=None)
+    out["sentence"] += predicted_picks(out, {r["offering"] for r in rows if r["basis"] == PREDICTED})
     return {
         "task": str(getattr(task, "path", "") or ""),
         "market": "spot" if any(c.market == "spot" for c in candidates) else "on-demand",
@@ -282,15 +277,8 @@ def predict(
         "model": _model_doc(model, family, precision),
         "candidates": rows,
         "unmatched": unmatched,
-        "answer": _answer(rows),
+        "answer": out,
     }
-
-
-def _answer(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The bench's ranking and sentence over measured and predicted rows, saying which picks are predicted."""
-    out = answer(rows, deadline_hours=None, budget_usd=None)
-    out["sentence"] += predicted_picks(out, {r["offering"] for r in rows if r["basis"] == PREDICTED})
-    return out
 
 
 def predicted_picks(out: dict[str, Any], guessed: set[str]) -> str:
