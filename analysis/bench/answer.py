@@ -29,17 +29,13 @@ UNTIMED_FINISH = (
 )
 
 
-def _steady(doc: dict[str, Any]) -> Any:
-    names = {f.name for f in dataclasses.fields(Steady)}
-    return Steady(**{k: v for k, v in doc.items() if k in names})
-
-
 def wall_steady(probe: dict[str, Any]) -> Any:
     """The probe's steady rate per wall second (None without one): a job clock that leaves time out
     (evaluation) runs slower than the wall, which bills; the probe records by how much."""
     if not probe.get("steady"):
         return None
-    steady = _steady(probe["steady"])
+    names = {f.name for f in dataclasses.fields(Steady)}
+    steady = Steady(**{k: v for k, v in probe["steady"].items() if k in names})
     ratio = _wall_ratio(probe)
     if ratio == 1.0:
         return steady
@@ -54,18 +50,13 @@ def _wall_ratio(probe: dict[str, Any]) -> float:
     return float(ratio) if isinstance(ratio, (int, float)) and ratio > 1.0 else 1.0
 
 
-def job_work(report: ProbeReport, work: Any, work_samples: float | None) -> dict[str, Any]:
-    """The whole job in the unit the probe counted: the task file's `work`, gaps filled from the job's output."""
-    progress = progress_of(report.result)
-    if progress is None and work is None:
-        return {"value": work_samples, "unit": "samples", "figures": {}}
-    return whole_job(work, progress)
-
-
 def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None) -> tuple[dict[str, Any], str | None]:
     """The estimate's row fields, and a reason when there is none (or it is partial)."""
     cand, probe = report.candidate, report.probe
-    whole = job_work(report, work, work_samples)
+    # the whole job in the unit the probe counted: the task file's `work`, gaps filled from the job's output
+    progress = progress_of(report.result)
+    whole = {"value": work_samples, "unit": "samples", "figures": {}}
+    whole = whole if progress is None and work is None else whole_job(work, progress)
     work_samples = whole["value"]
     if work_samples is None:
         why = "the task file has no `work:` section, so the whole job cannot be extrapolated"
@@ -84,20 +75,13 @@ def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None)
     note = None if overhead is not None else "overhead not measured (no first-step event): the estimate excludes it"
     fields = {"work": whole, "periodic_seconds": est.periodic_seconds, "basis": dict(est.basis)}
     fields |= est.fields(cand.hourly_usd is not None)
-    fields["notes"] = [
-        *est.notes,
-        *([] if report.finish_seconds is not None else [UNTIMED_FINISH]),
-        *_clock_note(probe),
-    ]
+    fields["notes"] = [*est.notes, *([] if report.finish_seconds is not None else [UNTIMED_FINISH])]
+    if (ratio := _wall_ratio(probe)) != 1.0:
+        left_out = f"the job's own clock left out {1 - 1 / ratio:.1%} of the wall time (evaluation, say)"
+        fields["notes"].append(left_out + ": rates are per wall second")
     if cand.hourly_usd is None:
         note = "; ".join(filter(None, [note, f"no hourly price for {cand.offering}: time only"]))
     return fields, note
-
-
-def _clock_note(probe: dict[str, Any]) -> list[str]:
-    ratio = _wall_ratio(probe)
-    left_out = f"the job's own clock left out {1 - 1 / ratio:.1%} of the wall time (evaluation, say)"
-    return [] if ratio == 1.0 else [left_out + ": rates are per wall second"]
 
 
 def candidate_row(

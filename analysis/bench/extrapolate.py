@@ -110,7 +110,7 @@ def probe_periodic(probe: dict, work_samples: float, scale: float = 1.0) -> Peri
 
 
 def work_samples(task: Any) -> float | None:
-    """The whole job's samples when the task file alone says (else each probe fills in: answer.job_work)."""
+    """The whole job's samples when the task file alone says (else each probe fills in: answer.candidate_row)."""
     work = getattr(task, "work", None)
     total = work.total_samples() if work is not None else None
     return float(total) if total is not None else None
