@@ -30,15 +30,6 @@ def _is_ended(entry: dict[str, Any]) -> bool:
     return (entry.get("teardown") or {}).get("action") in ENDED or entry.get("state") == "launch-failed"
 
 
-def _resources(backend: Callable[[Path], Any] | None, bench_dir: Path) -> dict[str, int]:
-    if backend is None:
-        return {}
-    try:
-        return {s.name: int(getattr(s, "resource_count", 0) or 0) for s in backend(bench_dir).list_stacks()}
-    except Exception:  # noqa: BLE001 - no backend, no counts; the bucket still answers
-        return {}
-
-
 def _row(record: BenchRecord, name: str, entry: dict, store: Any, now: datetime, counts: dict) -> dict[str, Any]:
     since = parse_time(entry.get("up_started_at"))
     st = status_of(name, entry, lambda n, t: observe(store, n, t) if store else StackObservation(), now)
@@ -74,8 +65,12 @@ def probe_status(
         }
         if not wanted:
             continue
-        clouds = any(isinstance(e, dict) and e.get("kind") == "cloud" for e in wanted.values())
-        counts = _resources(backend, directory) if clouds else {}
+        counts = {}  # resources per stack, when a backend answers: only cloud probes have any
+        if backend is not None and any(isinstance(e, dict) and e.get("kind") == "cloud" for e in wanted.values()):
+            try:
+                counts = {s.name: int(getattr(s, "resource_count", 0) or 0) for s in backend(directory).list_stacks()}
+            except Exception:  # noqa: BLE001 - no backend, no counts; the bucket still answers
+                pass
         for name, entry in wanted.items():
             try:
                 url = entry.get("results") or record.data.get("results")
@@ -114,20 +109,16 @@ def latest_log(store: Any, stack: str) -> tuple[str, str, bool] | None:
     if not runs:
         return None
     run_id = max(runs, key=lambda r: (runs[r]["updated"] or datetime.min.replace(tzinfo=utcnow().tzinfo), r))
-    return run_id, _read_tail(store, runs[run_id]["newest"][LOG_TAIL]), "result.json" in runs[run_id]["files"]
+    # read no further than any payload writes a tail (a forged 300 MB object is cut, and says so)
+    data = read_bounded(store, runs[run_id]["newest"][LOG_TAIL], MAX_LOG_TAIL_BYTES, cut=True)
+    text = data[:MAX_LOG_TAIL_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_LOG_TAIL_BYTES:
+        text += f"\n[cut at {MAX_LOG_TAIL_BYTES:,} bytes: larger than any log tail the payload writes]\n"
+    return run_id, text, "result.json" in runs[run_id]["files"]
 
 
 # The most a payload writes: LOG_TAIL_LINES lines of LOG_TAIL_LINE_CHARS characters, up to 4 UTF-8 bytes each.
 MAX_LOG_TAIL_BYTES = LOG_TAIL_LINES * (LOG_TAIL_LINE_CHARS + 1) * 4
-
-
-def _read_tail(store: Any, key: str) -> str:
-    """A log tail, read no further than any payload writes one (a forged 300 MB object is cut, and says so)."""
-    data = read_bounded(store, key, MAX_LOG_TAIL_BYTES, cut=True)
-    text = data[:MAX_LOG_TAIL_BYTES].decode("utf-8", errors="replace")
-    if len(data) > MAX_LOG_TAIL_BYTES:
-        text += f"\n[cut at {MAX_LOG_TAIL_BYTES:,} bytes: larger than any log tail the payload writes]\n"
-    return text
 
 
 def new_lines(seen: list[str], lines: list[str]) -> list[str]:
