@@ -140,16 +140,6 @@ def _families(rows: Sequence[Row]) -> dict[str, str]:
     return {r.workload: r.family for r in rows}
 
 
-def _pairs(rates: dict[str, float], precision: str, specs: dict[str, Any]) -> list[tuple[float, float, float]]:
-    """Every ordered pair of GPUs in one table as (ln C ratio, ln B ratio, ln rate ratio)."""
-    return [
-        (*x, math.log(rates[t] / rates[s]))
-        for s in rates
-        for t in rates
-        if s != t and (x := _ratios(specs, s, t, precision))
-    ]
-
-
 def _ratios(specs: dict[str, Any], source: str, target: str, precision: str) -> tuple[float, float] | None:
     """log_ratios of two GPUs, None when either lacks the figures."""
     try:
@@ -163,7 +153,13 @@ def priors(rows: Sequence[Row], specs: dict[str, Any]) -> dict[tuple[str, str], 
     family = _families(rows)
     grouped: dict[tuple[str, str], list] = defaultdict(list)
     for (workload, precision), rates in tables(rows).items():
-        pairs = _pairs(rates, precision, specs)
+        # every ordered pair of GPUs in the table as (ln C ratio, ln B ratio, ln rate ratio)
+        pairs = [
+            (*x, math.log(rates[t] / rates[s]))
+            for s in rates
+            for t in rates
+            if s != t and (x := _ratios(specs, s, t, precision))
+        ]
         grouped[(family[workload], precision)] += pairs
         grouped[(ANY_FAMILY, precision)] += pairs
     workloads = Counter(family.values())  # family is workload -> its family: one count per workload
