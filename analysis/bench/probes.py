@@ -176,14 +176,29 @@ ProbeFn = Callable[[Any, Probes], ProbeReport]
 
 def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeReport]:
     """Every probe in parallel; reports in the candidates' order. Ctrl-C (KeyboardInterrupt, in this
-    thread or raised inside a probe) sets `stop`, waits for the probes to wind down and re-raises."""
+    thread or raised inside a probe) sets `stop`, lets launches in flight finish (their stacks can then be
+    destroyed; a second Ctrl-C stops waiting) and re-raises."""
     if not jobs:
         return []
+
+    def start(fn: ProbeFn, cand: Any) -> ProbeReport:
+        if probes.stop.is_set():  # stopped before this probe's thread started: nothing is launched
+            return ProbeReport(cand, cand.name, "cancelled", "stopped before it started")
+        return fn(cand, probes)
+
     pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bench-probe")
-    futures: list[Future] = [pool.submit(_start, fn, cand, probes) for cand, fn in jobs]
+    futures: list[Future] = [pool.submit(start, fn, cand) for cand, fn in jobs]
     try:
+        # the bar: elapsed against the longest a probe may take, so its time left is an upper bound
         with Progress(probes.bound_seconds, "probes (time left at most)", unit="s") as bar:
-            _until_done_or_interrupted(futures, bar)
+            pending, started = set(futures), time.monotonic()
+            while pending:
+                done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
+                # a KeyboardInterrupt inside a probe (Ctrl-C in a progress hook, say) stops the wait
+                if any(isinstance(f.exception(), KeyboardInterrupt) for f in done if not f.cancelled()):
+                    raise KeyboardInterrupt
+                bar.set_done(time.monotonic() - started)
+                bar.note(f"{len(futures) - len(pending)}/{len(futures)} probes ended")
         reports = []
         for (cand, _), fut in zip(jobs, futures):
             try:
@@ -196,38 +211,12 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
         probes.stop.set()
         for fut in futures:
             fut.cancel()
-        _wind_down(pool, probes)
+        if busy := probes.snapshot():
+            probes.printer(f"Ctrl-C: no new probes; waiting for {len(busy)} in flight to stop ...")
+        try:
+            pool.shutdown(wait=True)
+        except KeyboardInterrupt:
+            probes.printer("second Ctrl-C: not waiting for launches in flight")
         raise
     finally:
         pool.shutdown(wait=False)
-
-
-def _start(fn: ProbeFn, cand: Any, probes: Probes) -> ProbeReport:
-    if probes.stop.is_set():  # stopped before this probe's thread started: nothing is launched
-        return ProbeReport(cand, cand.name, "cancelled", "stopped before it started")
-    return fn(cand, probes)
-
-
-def _until_done_or_interrupted(futures: list[Future], bar: Progress | None = None) -> None:
-    """Wait for every probe, moving the bar each second (elapsed against the longest a probe may take,
-    so its time left is an upper bound); a KeyboardInterrupt inside one (Ctrl-C in a progress hook,
-    say) stops the wait."""
-    pending, started = set(futures), time.monotonic()
-    while pending:
-        done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
-        if any(isinstance(f.exception(), KeyboardInterrupt) for f in done if not f.cancelled()):
-            raise KeyboardInterrupt
-        if bar is not None:
-            bar.set_done(time.monotonic() - started)
-            bar.note(f"{len(futures) - len(pending)}/{len(futures)} probes ended")
-
-
-def _wind_down(pool: ThreadPoolExecutor, probes: Probes) -> None:
-    """Let launches in flight finish (their stacks can then be destroyed); a second Ctrl-C stops waiting."""
-    busy = probes.snapshot()
-    if busy:
-        probes.printer(f"Ctrl-C: no new probes; waiting for {len(busy)} in flight to stop ...")
-    try:
-        pool.shutdown(wait=True)
-    except KeyboardInterrupt:
-        probes.printer("second Ctrl-C: not waiting for launches in flight")
