@@ -127,7 +127,12 @@ class CloudProbe:
         probes.hold(Live(name, lambda: self._destroy(name, handle, say), deadline))
         self.record.update(name, state="launched", launched_at=iso(), deadline=deadline, zone=outputs.get("zone"))
         say(f"launched; cloud-side deadline {deadline or 'unknown'}; waiting for the probe result")
-        found = self._await(name, started, probes)
+        # poll the bucket for the probe's result until it lands, the wait is over, or the bench stops
+        give_up, found = time.monotonic() + self.probe_seconds + self.boot_allowance + UPLOAD_GRACE_SECONDS, None
+        while found is None and time.monotonic() < give_up:
+            found = newest_result(self.store, name, started)
+            if found is None and probes.sleep(self.poll):
+                break
         if found is None and probes.stop.is_set():
             return ProbeReport(candidate, name, "cancelled", "stopped while probing")
         self._destroy(name, handle, say)
@@ -136,17 +141,6 @@ class CloudProbe:
         report = read_back(candidate, name, found, time.monotonic() - t0, say, missing)
         self.record.update(name, probe_status=report.status, probe_usd=report.probe_usd, run_url=report.run_url)
         return report
-
-    def _await(self, name: str, since: Any, probes: Probes) -> tuple[str, dict] | None:
-        """Poll the bucket for the probe's result until it lands, the wait is over, or the bench stops."""
-        give_up = time.monotonic() + self.probe_seconds + self.boot_allowance + UPLOAD_GRACE_SECONDS
-        while time.monotonic() < give_up:
-            found = newest_result(self.store, name, since)
-            if found is not None:
-                return found
-            if probes.sleep(self.poll):
-                return None
-        return None
 
     def _destroy(self, name: str, handle: Any, say: Any) -> None:
         """Destroy the probe's resources, then remove the emptied stack from the backend (`pulumi stack rm`)."""
