@@ -37,12 +37,9 @@ class Model:
 
     def place(self, cand: Any) -> tuple[float, float, float] | None:
         """(ln compute, ln bandwidth, ln machine factor) of a candidate; None when the model cannot place it."""
-        spec = self.specs.get(getattr(cand, "gpu", None))
         try:
-            compute, bandwidth = cal.figures(spec, self.precision) if spec else (None, None)
-        except cal.NotPredictable:
-            return None
-        if compute is None:
+            compute, bandwidth = cal.figures(self.specs[getattr(cand, "gpu", None)], self.precision)
+        except (KeyError, cal.NotPredictable):
             return None
         scale = math.log(cal.machine_factor(cand.gpu_count, self.calib.efficiency))
         return math.log(compute), math.log(bandwidth), scale
@@ -152,11 +149,8 @@ def _row(cand: Any, got: dict, status: str) -> dict:
 
 def _metric(rows: Sequence[dict], by_rate: bool) -> tuple[str, int]:
     """(field, sign): what the ranking orders by, sign +1 when less is better."""
-    if by_rate:
-        return "samples_per_second", -1
-    if any(finite(r.get("est_usd")) is not None for r in rows):
-        return "est_usd", 1
-    return "est_hours", 1
+    priced = any(finite(r.get("est_usd")) is not None for r in rows)
+    return ("samples_per_second", -1) if by_rate else ("est_usd" if priced else "est_hours", 1)
 
 
 def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, list[dict]]:
