@@ -57,8 +57,7 @@ def payload_argv(candidate: Any, *, task: Path, results: str, probe_seconds: flo
 
 
 def payload_env(mark: str, job_grace: float) -> dict[str, str]:
-    """This environment without GPUBENCH_* run options left in the shell (they would change the probe),
-    with the probe's mark and the job's stop grace."""
+    """This environment without GPUBENCH_* run options (they would change the probe), with the probe's mark."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k in MACHINE_SETTINGS}
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

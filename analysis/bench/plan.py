@@ -78,8 +78,7 @@ def make_plan(
     probe_minutes: float,
     boot_allowance_seconds: float = DEFAULT_BOOT_ALLOWANCE_SECONDS,
 ) -> ProbePlan:
-    """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price
-    (--probe-minutes is checked first: check_options)."""
+    """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price."""
     names = [c.name for c in candidates]
     doubles = sorted({n for n in names if names.count(n) > 1})
     if doubles:
@@ -214,8 +213,7 @@ def check_ready(
     cwd=None,
     checks: Callable[..., list[dict]] | None = None,
 ) -> list[dict]:
-    """The launch checks for the cloud candidates (none without any): raises NotReady naming each one
-    that failed with its fix; returns the checks made."""
+    """The launch checks for the cloud candidates, if any; NotReady names each that failed with its fix."""
     providers = sorted({c.provider for c in candidates if c.kind == "cloud"})
     if not providers:
         return []

@@ -103,8 +103,7 @@ def results_for(kind_set: set[str], results: str | None) -> str | None:
 
 
 def _runner(kind: str, record: BenchRecord, settings: dict[str, Any], backend: Callable[[Path], Any] | None) -> Any:
-    """The probe runner of one kind. Cloud probes share one stack backend over the bench's workspace, whose
-    Pulumi.yaml runs the project's."""
+    """The probe runner of one kind; cloud probes share a stack backend over the bench's workspace."""
     task, url, seconds = settings["task"], settings["results"], settings["probe_seconds"]
     if kind == "local":
         logs = record.path.parent / "logs"
@@ -272,8 +271,8 @@ def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
 
 
 def finish(task, reports, unmatched, limits, by_rate, record: BenchRecord, printer, settled, plan, history):
-    """Estimate and rank, judge earlier predictions (with --probe, say what that saved and record this bench's
-    for the next), write the page; FAILED when no candidate has an estimate."""
+    """The answer, earlier predictions judged (with --probe, this bench's recorded), the page; FAILED when no
+    candidate has an estimate."""
     samples, predicted = None if by_rate else work_samples(task), settled.predicted if settled else ()
     how = dict(work_samples=samples, throughput_only=by_rate, predicted=predicted, work=getattr(task, "work", None))
     doc = answer_doc(str(task.path), reports, unmatched, **how, **limits)

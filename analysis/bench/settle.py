@@ -107,8 +107,7 @@ def _most_uncertain(rest: list[Any], chosen: list[Any], model: Model, by_rate: b
 def predict_rows(
     unprobed: Sequence[Any], measured_rows: Sequence[dict], candidates: dict[str, Any], model: Model, work: Any
 ) -> tuple[list[dict], Any]:
-    """(bench rows for the unprobed candidates, the fit) from the rates measured so far (candidates: row name
-    -> candidate)."""
+    """(bench rows for the unprobed candidates, the fit) from the rates measured so far."""
     measured = [
         Measured(cand.gpu, cand.gpu_count, float(rate))
         for row in measured_rows
