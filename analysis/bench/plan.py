@@ -145,21 +145,6 @@ def check_options(**values: Any) -> list[str]:
     return problems
 
 
-def check_probe(probe: Any, *, local: bool, hosts: Sequence[str]) -> list[str]:
-    """`--probe N`: a whole number of candidates, and cloud candidates (the model needs the catalog's GPU figures)."""
-    if probe is None:
-        return []
-    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
-        return [f"--probe {probe}: give how many candidates to probe first, a whole number from 1, e.g. --probe 2"]
-    if local or hosts:
-        machines = "--local" if local else "--hosts"
-        return [
-            f"--probe with {machines}: the rest are predicted from the catalog's GPU figures, which cloud "
-            f"offerings have and {machines} machines do not; drop --probe"
-        ]
-    return []
-
-
 def check_probe_count(probe: int | None, candidates: int) -> str | None:
     """`--probe N` once the candidates are known: at most as many as there are."""
     if probe is None or probe <= candidates:
@@ -171,10 +156,21 @@ def check_probe_count(probe: int | None, candidates: int) -> str | None:
 
 
 def check_request(
-    task: Any, *, gpus, spot=None, local, hosts, throughput_only, deadline_hours, hourly_usd=None
+    task: Any, *, gpus, spot=None, local, hosts, throughput_only, deadline_hours, hourly_usd=None, probe=None
 ) -> list[str]:
-    """Problems with what was asked of this task: a missing `work:`, options that cannot apply."""
+    """Problems with what was asked of this task: `--probe N` not a whole number of cloud candidates (the model
+    needs the catalog's GPU figures), a missing `work:`, options that cannot apply."""
     problems = []
+    machines = "--local" if local else "--hosts"
+    if probe is not None and (isinstance(probe, bool) or not isinstance(probe, int) or probe < 1):
+        problems.append(
+            f"--probe {probe}: give how many candidates to probe first, a whole number from 1, e.g. --probe 2"
+        )
+    elif probe is not None and (local or hosts):
+        problems.append(
+            f"--probe with {machines}: the rest are predicted from the catalog's GPU figures, which cloud "
+            f"offerings have and {machines} machines do not; drop --probe"
+        )
     if getattr(task, "work", None) is None and not throughput_only:
         problems.append(
             f"{task.path}: no `work:` section, so the whole job's hours and cost cannot be estimated; add one "
@@ -183,7 +179,6 @@ def check_request(
         )
     if throughput_only and deadline_hours is not None:
         problems.append("--deadline with --throughput-only: a deadline needs the whole job's estimate; drop one")
-    machines = "--local" if local else "--hosts"
     if spot is not None and (local or hosts):
         problems.append(
             f"{'--spot' if spot else '--on-demand'} with {machines}: the market applies to cloud offerings only; drop it"

@@ -23,7 +23,6 @@ from analysis.bench.page import write_page
 from analysis.bench.plan import (
     check_budget,
     check_options,
-    check_probe,
     check_probe_count,
     check_ready,
     check_request,
@@ -224,9 +223,10 @@ def bench(
 def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throughput_only) -> Any:
     """The task file, once every option value and the task are checked (BenchError naming every problem)."""
     problems = check_options(probe_minutes=probe_minutes, hourly_usd=ask["hourly_usd"], **limits)
-    problems += check_probe(probe, local=ask["local"], hosts=ask["hosts"])
     task = load_task(task_path)
-    problems += check_request(task, throughput_only=throughput_only, deadline_hours=limits["deadline_hours"], **ask)
+    problems += check_request(
+        task, throughput_only=throughput_only, deadline_hours=limits["deadline_hours"], probe=probe, **ask
+    )
     if problems:
         raise BenchError("; ".join(problems) if len(problems) == 1 else "\n  " + "\n  ".join(problems))
     return task
