@@ -16,9 +16,7 @@ from typing import Any, TextIO
 from analysis.bench import judge
 from analysis.bench.answer import answer_doc
 from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
-from analysis.bench.cloud import CloudProbe, probe_stack_name, write_project
 from analysis.bench.extrapolate import work_samples
-from analysis.bench.local import LocalProbe, SshProbe
 from analysis.bench.page import write_page
 from analysis.bench.plan import (
     check_budget,
@@ -30,6 +28,7 @@ from analysis.bench.plan import (
 )
 from analysis.bench.probes import ProbeReport, Probes, run_all
 from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench_id
+from analysis.bench.runners import CloudProbe, LocalProbe, SshProbe, probe_stack_name, write_project
 from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
 from analysis.progress import Printer

@@ -15,7 +15,7 @@ import yaml
 from bench_fakes import project as make_project
 from bench_fakes import write_task
 
-from analysis.bench import cloud as cloud_probe
+from analysis.bench import runners as cloud_probe
 from analysis.bench.answer import ROW_FIELDS, candidate_row
 from analysis.bench.candidates import cloud_candidates
 from analysis.bench.plan import BudgetExceeded
@@ -337,7 +337,7 @@ def test_a_stack_that_cannot_be_removed_is_named_with_the_command(tmp_path, s3_b
 
 
 def test_finish_seconds_run_from_the_jobs_end_to_the_payloads_exit():
-    from analysis.bench.local import finish_seconds
+    from analysis.bench.runners import finish_seconds
     from payload.timestamps import parse_iso
 
     timeline = [
