@@ -9,8 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from analysis.bench.live import follow_log, latest_log, new_lines, probe_status, status_table
-from analysis.bench.record import BenchRecord, bench_root
+from analysis.bench.record import BenchRecord, bench_root, follow_log, latest_log, new_lines, probe_status, status_table
 from analysis.cli import main
 from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
