@@ -262,36 +262,15 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
 # --- SSH hosts ---------------------------------------------------------------------------------------------
 
 
-def _ssh_stack(name: str, stacks_dir: Path) -> str:
-    """The SSH stack's name (the `ssh-` prefix may be left out); unknown names list the known ones."""
-    known = ssh_stack_names(stacks_dir)
-    for candidate in (name, SSH_PREFIX + name):
-        if candidate in known:
-            return candidate
-    listing = ", ".join(known) or f"none yet: add stacks/Pulumi.{SSH_PREFIX}<name>.yaml (docs/ssh.md)"
-    raise CandidateError(f"--hosts {name!r}: no SSH stack of that name in {stacks_dir}; SSH stacks: {listing}")
-
-
-def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | None, str | None]:
-    """(hourly USD, source, date) of an SSH host's offering; monthly and on-prem rules included."""
-    offering = catalog.get(offering_id)
-    try:
-        price, hourly = _price(catalog, offering_id, MARKET_ON_DEMAND, None)
-    except (NoPrice, CostError):
-        return None, None, None
-    if price is not None:
-        return float(hourly), price.source, price.as_of.isoformat()
-    onprem_date = offering.onprem.as_of.isoformat() if offering.onprem and offering.onprem.as_of else None
-    return float(hourly), offering.specs_source, onprem_date
-
-
 def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list[Candidate]:
     """One candidate per SSH host stack (stacks/Pulumi.ssh-*.yaml), priced by its `gpubench:offering`."""
     stacks_dir = Path(stacks_dir or STACKS_DIR)
-    catalog = load_catalog()
-    out = []
+    catalog, known, out = load_catalog(), ssh_stack_names(stacks_dir), []
     for name in dict.fromkeys(n.strip() for n in names if n.strip()):
-        stack = _ssh_stack(name, stacks_dir)
+        stack = next((s for s in (name, SSH_PREFIX + name) if s in known), None)  # the `ssh-` prefix may be left out
+        if stack is None:
+            listing = ", ".join(known) or f"none yet: add stacks/Pulumi.{SSH_PREFIX}<name>.yaml (docs/ssh.md)"
+            raise CandidateError(f"--hosts {name!r}: no SSH stack of that name in {stacks_dir}; SSH stacks: {listing}")
         try:
             config = load_config(stack, stacks_dir)
         except StackFileError as exc:
@@ -307,7 +286,14 @@ def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list
         except CatalogError as exc:
             raise CandidateError(f"{stack}: gpubench:offering: {exc}") from None
         region = offering.regions[0] if offering.regions else None
-        quoted = _ssh_price(catalog, offering.id)
+        try:  # the offering's own rule, monthly and on-prem ones included
+            price, hourly = _price(catalog, offering.id, MARKET_ON_DEMAND, None)
+        except (NoPrice, CostError):
+            price, hourly = None, None
+        onprem = offering.onprem.as_of.isoformat() if offering.onprem and offering.onprem.as_of else None
+        quoted = (None, None, None) if hourly is None else (float(hourly), offering.specs_source, onprem)  # on-prem
+        if price is not None:
+            quoted = (float(hourly), price.source, price.as_of.isoformat())
         out.append(
             _candidate(catalog, offering, quoted, kind="ssh", name=stack, region=region, market=MARKET_ON_DEMAND)
         )
