@@ -27,6 +27,19 @@ ROW_FIELDS = (
 ).split()
 
 
+CANDIDATE_FIELDS = (
+    "offering",
+    "name",
+    "kind",
+    "market",
+    "gpu",
+    "gpu_count",
+    "hourly_usd",
+    "price_source",
+    "price_date",
+)
+
+
 class PredictError(ValueError):
     """The prediction cannot be made as asked; the message names the value and the fix."""
 
@@ -148,13 +161,7 @@ def predict_rate(target: str, count: int, measured: Sequence[Measured], specs: d
 
 def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: dict) -> dict[str, Any]:
     """One candidate's row: its rate (measured or predicted, with its interval) and its whole job."""
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
-    row.update(
-        {k: getattr(cand, k) for k in ("offering", "name", "kind", "market", "gpu", "gpu_count", "hourly_usd")},
-        price_source=cand.price_source,
-        price_date=cand.price_date,
-        notes=[],
-    )
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS) | {k: getattr(cand, k) for k in CANDIDATE_FIELDS} | {"notes": []}
     own = next((m for m in measured if m.gpu == cand.gpu and m.count == cand.gpu_count), None)
     if own is not None:
         rate = low = high = own.rate
