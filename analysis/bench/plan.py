@@ -42,11 +42,6 @@ class ProbePlan:
         self.total_bound_usd = sum(self.bounds.values())
         self.unpriced = [c.name for c in self.candidates if c.name not in self.bounds]  # no price: no bound
 
-    @property
-    def billed_seconds_limit(self) -> float:
-        """The longest a probe's machine is used: the probe limit plus the boot allowance."""
-        return self.probe_seconds + self.boot_allowance_seconds
-
     def table(self) -> str:
         """The candidate table printed before anything starts: what runs where, at what price, at most."""
         out = io.StringIO()

@@ -196,7 +196,7 @@ def bench(
     settings = dict(task=task.path, results=url, probe_seconds=plan.probe_seconds, poll_seconds=poll_seconds)
     settings |= dict(boot_allowance_seconds=plan.boot_allowance_seconds, stacks_dir=stacks_dir, work_dir=work_dir)
     settings["benchmark_name"] = task.benchmark_name
-    probes = Probes(printer, bound_seconds=plan.billed_seconds_limit)
+    probes = Probes(printer, bound_seconds=plan.probe_seconds + plan.boot_allowance_seconds)
 
     def probe_round(chosen: list[Any]) -> list[Any]:
         jobs, early = make_jobs(chosen, record, settings, backend, printer)
