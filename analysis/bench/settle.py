@@ -211,7 +211,12 @@ def settle(
     spent = sum(bounds.get(c.name, 0.0) for c in first)
     while True:
         done.skipped = []  # what is still in doubt after the last round
-        rows, done.predicted, done.fit = _round_rows(candidates, done.reports, model, work_samples, by_rate)
+        measured = [candidate_row(r, work_samples, by_rate) for r in done.reports]
+        probed, by_name = {id(r.candidate) for r in done.reports}, {r.stack: r.candidate for r in done.reports}
+        unprobed = [c for c in candidates if id(c) not in probed]
+        work = None if by_rate else work_samples
+        done.predicted, done.fit = predict_rows(unprobed, measured, by_name, model, work)
+        rows = measured + done.predicted
         lead, doubt = in_doubt(rows, by_rate)  # no leader (no probe estimated anything): nothing is in doubt
         batch = []
         for row in doubt:
@@ -232,16 +237,6 @@ def settle(
         say(f"in doubt (their intervals reach {leader}): probing {', '.join(c.offering for c in batch)}")
         done.reports += probe(batch)
         done.rounds.append([c.offering for c in batch])
-
-
-def _round_rows(candidates, reports, model, work_samples, by_rate) -> tuple[list[dict], list[dict], Any]:
-    """(every row so far, the predicted ones, the fit)."""
-    by_name = {r.stack: r.candidate for r in reports}
-    measured = [candidate_row(r, work_samples, by_rate) for r in reports]
-    probed = {id(r.candidate) for r in reports}
-    unprobed = [c for c in candidates if id(c) not in probed]
-    predicted, model_fit = predict_rows(unprobed, measured, by_name, model, None if by_rate else work_samples)
-    return measured + predicted, predicted, model_fit
 
 
 def summary(done: Settled, plan: Any, doc: dict) -> dict[str, Any]:
