@@ -386,15 +386,11 @@ def _interval_caveats(r: dict, deadline: float | None, budget: float | None) -> 
 def _ties_text(priced, timed, picks, labels) -> str:
     """Exact ties (what broke them) and overlapping intervals (a longer probe may reorder)."""
     cheapest, fastest = picks["cheapest"], picks["fastest"]
-    text = ""
     tied = [r for r in priced[1:] if _cents(r) == _cents(cheapest)]
-    if tied:
-        names = ", ".join(labels[id(r)] for r in tied)
-        faster = all(_seconds(cheapest) < _seconds(r) for r in tied)
-        rule = "it is faster" if faster else "they also take the same time, so the first by name is named"
-        text += f" {labels[id(cheapest)]} ties on cost with {names} at {usd(cheapest['est_usd'])}; " + (
-            f"{labels[id(cheapest)]} is named because {rule}." if faster else f"{rule}."
-        )
+    faster = all(_seconds(cheapest) < _seconds(r) for r in tied)
+    text = _tie(
+        cheapest, tied, labels, "cost", f" at {usd(cheapest['est_usd'])}", faster, "faster", "take the same time"
+    )
     reach = _bound(cheapest, "est_usd_high")
     close = [r for r in priced[1:] if _cents(r) != _cents(cheapest) and _bound(r, "est_usd_low") <= reach]
     if close:
@@ -409,15 +405,17 @@ def _ties_text(priced, timed, picks, labels) -> str:
     timed_ties = [
         r for r in timed if r is not fastest and _seconds(r) == _seconds(fastest) and not any(r is t for t in already)
     ]
-    if timed_ties:
-        names = ", ".join(labels[id(r)] for r in timed_ties)
-        cheaper = all(_by_time(fastest)[1] < _by_time(r)[1] for r in timed_ties)
-        text += f" {labels[id(fastest)]} ties on time with {names}; " + (
-            f"{labels[id(fastest)]} is named because it is cheaper."
-            if cheaper
-            else "they also cost the same, so the first by name is named."
-        )
-    return text
+    cheaper = all(_by_time(fastest)[1] < _by_time(r)[1] for r in timed_ties)
+    return text + _tie(fastest, timed_ties, labels, "time", "", cheaper, "cheaper", "cost the same")
+
+
+def _tie(lead: dict, tied: list[dict], labels, on: str, at: str, broken: bool, because: str, same: str) -> str:
+    """' X ties on cost with Y at USD 4.00; X is named because it is faster.' ('' without a tie)"""
+    if not tied:
+        return ""
+    name, why = labels[id(lead)], f"they also {same}, so the first by name is named."
+    why = f"{labels[id(lead)]} is named because it is {because}." if broken else why
+    return f" {name} ties on {on} with {', '.join(labels[id(r)] for r in tied)}{at}; {why}"
 
 
 def _unpriced_text(unpriced, labels) -> str:
