@@ -20,9 +20,9 @@ from typing import NamedTuple, TextIO
 
 from analysis.bench.answer import candidate_row
 from analysis.bench.candidates import local_candidate
-from analysis.bench.local import LocalProbe
 from analysis.bench.probes import Probes
 from analysis.bench.record import new_bench_id
+from analysis.bench.runners import LocalProbe
 from analysis.campaign.finish import write_report
 from analysis.collect.run import collect_results
 from analysis.price.billed import CostError

@@ -89,7 +89,7 @@ def full_run(task: Path, results: Path, stack: str) -> tuple[float, list[list[fl
     """Wall seconds of the whole job through the payload (no probe), and its timeline: [seconds since
     the payload's start, cumulative count] for each progress reading of the job's output, read as the
     probe reads it (the job's lines reach the payload's stderr as they arrive)."""
-    from analysis.bench.local import payload_env
+    from analysis.bench.runners import payload_env
     from payload.config import render_argv
     from payload.workloads.metrics import MetricsReader
     from payload.workloads.spec import load_spec

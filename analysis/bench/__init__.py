@@ -1,2 +1,1 @@
-"""`gpubench bench`: a short probe of the job on each candidate, extrapolated to the whole job and ranked.
-Modules: docs/architecture.md; method: docs/bench-method.md."""
+"""`gpubench bench`: a short probe of the job on each candidate, extrapolated to the whole job and ranked."""

@@ -107,18 +107,6 @@ def known_gpu(catalog: Catalog, name: str, where: str) -> str:
     return found
 
 
-def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: str) -> None:
-    for name in providers or ():
-        if not clouds.is_cloud(name):
-            why = (
-                ": it has no Pulumi program: reach its machines over SSH (--hosts)"
-                if name in catalog.providers()
-                else ""
-            )
-            listing = f"cloud providers: {', '.join(clouds.NAMES)}"
-            raise CandidateError(f"{where}: provider {name!r} cannot be launched{why}; {listing}")
-
-
 def _launchable(offering: Any) -> bool:
     """Offerings the stack matrix launches with Pulumi."""
     return offering.kind == "cloud" and clouds.is_cloud(offering.provider)
@@ -195,19 +183,6 @@ def _listing(rows: list[dict], key: str) -> str:
     return ", ".join(dict.fromkeys(values)) or "none"
 
 
-def _cloud_candidate(catalog: Catalog, row: dict, label: str, spot: bool, resources: Any, as_of, notes) -> Candidate:
-    offering = catalog.get(row["id"])
-    market = MARKET_SPOT if spot else MARKET_ON_DEMAND
-    regions = getattr(resources, "regions", None)
-    region = next((r for r in regions or () if r in offering.regions), None) or _stack_region(offering)
-    price, hourly = _price(catalog, offering.id, market, as_of)
-    quoted = (float(hourly), price.source if price else None, price.as_of.isoformat() if price else None)
-    name = stack_name(offering, market, region)
-    return _candidate(
-        catalog, offering, quoted, as_of, kind="cloud", name=name, region=region, market=market, ask=label, notes=notes
-    )
-
-
 def cloud_candidates(
     task: Any,
     *,
@@ -223,7 +198,18 @@ def cloud_candidates(
     asks, where = alternatives(task, gpus)
     resources = getattr(task, "resources", None)
     spot = bool(getattr(resources, "spot", False)) if spot is None else spot
-    _check_providers(catalog, getattr(resources, "providers", None), _where(task, "resources.providers"))
+    market, regions = MARKET_SPOT if spot else MARKET_ON_DEMAND, getattr(resources, "regions", None) or ()
+    for name in getattr(resources, "providers", None) or ():
+        if not clouds.is_cloud(name):
+            why = (
+                ": it has no Pulumi program: reach its machines over SSH (--hosts)"
+                if name in catalog.providers()
+                else ""
+            )
+            raise CandidateError(
+                f"{_where(task, 'resources.providers')}: provider {name!r} cannot be launched{why}; "
+                f"cloud providers: {', '.join(clouds.NAMES)}"
+            )
     day = _today(as_of)
     launchable = [o for o in catalog.offerings() if _launchable(o)]
     retired = [o for o in launchable if o.is_retired_on(day)]
@@ -242,7 +228,13 @@ def cloud_candidates(
         ]
         notes = (f"cheapest of {len(ranked)} {label} offerings" if len(ranked) > 1 else f"the only {label} offering",)
         notes += (f"retired offerings passed over: {', '.join(passed_over)}",) if passed_over else ()
-        candidate = _cloud_candidate(catalog, ranked[0], label, spot, resources, as_of, notes)
+        offering = catalog.get(ranked[0]["id"])
+        region = next((r for r in regions if r in offering.regions), None) or _stack_region(offering)
+        price, hourly = _price(catalog, offering.id, market, as_of)
+        quoted = (float(hourly), price.source if price else None, price.as_of.isoformat() if price else None)
+        name = stack_name(offering, market, region)
+        fields = dict(kind="cloud", name=name, region=region, market=market, ask=label, notes=notes)
+        candidate = _candidate(catalog, offering, quoted, as_of, **fields)
         if all(c.name != candidate.name for c in found):
             found.append(candidate)
     return found, unmatched
@@ -270,36 +262,15 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
 # --- SSH hosts ---------------------------------------------------------------------------------------------
 
 
-def _ssh_stack(name: str, stacks_dir: Path) -> str:
-    """The SSH stack's name (the `ssh-` prefix may be left out); unknown names list the known ones."""
-    known = ssh_stack_names(stacks_dir)
-    for candidate in (name, SSH_PREFIX + name):
-        if candidate in known:
-            return candidate
-    listing = ", ".join(known) or f"none yet: add stacks/Pulumi.{SSH_PREFIX}<name>.yaml (docs/ssh.md)"
-    raise CandidateError(f"--hosts {name!r}: no SSH stack of that name in {stacks_dir}; SSH stacks: {listing}")
-
-
-def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | None, str | None]:
-    """(hourly USD, source, date) of an SSH host's offering; monthly and on-prem rules included."""
-    offering = catalog.get(offering_id)
-    try:
-        price, hourly = _price(catalog, offering_id, MARKET_ON_DEMAND, None)
-    except (NoPrice, CostError):
-        return None, None, None
-    if price is not None:
-        return float(hourly), price.source, price.as_of.isoformat()
-    onprem_date = offering.onprem.as_of.isoformat() if offering.onprem and offering.onprem.as_of else None
-    return float(hourly), offering.specs_source, onprem_date
-
-
 def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list[Candidate]:
     """One candidate per SSH host stack (stacks/Pulumi.ssh-*.yaml), priced by its `gpubench:offering`."""
     stacks_dir = Path(stacks_dir or STACKS_DIR)
-    catalog = load_catalog()
-    out = []
+    catalog, known, out = load_catalog(), ssh_stack_names(stacks_dir), []
     for name in dict.fromkeys(n.strip() for n in names if n.strip()):
-        stack = _ssh_stack(name, stacks_dir)
+        stack = next((s for s in (name, SSH_PREFIX + name) if s in known), None)  # the `ssh-` prefix may be left out
+        if stack is None:
+            listing = ", ".join(known) or f"none yet: add stacks/Pulumi.{SSH_PREFIX}<name>.yaml (docs/ssh.md)"
+            raise CandidateError(f"--hosts {name!r}: no SSH stack of that name in {stacks_dir}; SSH stacks: {listing}")
         try:
             config = load_config(stack, stacks_dir)
         except StackFileError as exc:
@@ -315,7 +286,14 @@ def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list
         except CatalogError as exc:
             raise CandidateError(f"{stack}: gpubench:offering: {exc}") from None
         region = offering.regions[0] if offering.regions else None
-        quoted = _ssh_price(catalog, offering.id)
+        try:  # the offering's own rule, monthly and on-prem ones included
+            price, hourly = _price(catalog, offering.id, MARKET_ON_DEMAND, None)
+        except (NoPrice, CostError):
+            price, hourly = None, None
+        onprem = offering.onprem.as_of.isoformat() if offering.onprem and offering.onprem.as_of else None
+        quoted = (None, None, None) if hourly is None else (float(hourly), offering.specs_source, onprem)  # on-prem
+        if price is not None:
+            quoted = (float(hourly), price.source, price.as_of.isoformat())
         out.append(
             _candidate(catalog, offering, quoted, kind="ssh", name=stack, region=region, market=MARKET_ON_DEMAND)
         )

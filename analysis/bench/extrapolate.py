@@ -110,7 +110,7 @@ def probe_periodic(probe: dict, work_samples: float, scale: float = 1.0) -> Peri
 
 
 def work_samples(task: Any) -> float | None:
-    """The whole job's samples when the task file alone says (else each probe fills in: answer.job_work)."""
+    """The whole job's samples when the task file alone says (else each probe fills in: answer.candidate_row)."""
     work = getattr(task, "work", None)
     total = work.total_samples() if work is not None else None
     return float(total) if total is not None else None
@@ -148,7 +148,12 @@ def estimate_job(
             f"throughput interval {steady.low}..{steady.high} samples/s does not hold its rate "
             f"{rate}: pass the Steady that payload.steady.steady_rate returned"
         )
-    warmup_seconds, remaining = warmup_share(steady, work_samples)
+    # the first samples ran at the warm-up's pace, so the job pays its measured time once; a record without
+    # the warm-up's samples charges it nothing; a job that fits in the warm-up pays its share of it
+    done, warmup_seconds, remaining = steady.warmup_samples, 0.0, work_samples
+    if done is not None and math.isfinite(done) and done >= 0:
+        warmup_seconds = steady.warmup_seconds * (min(1.0, work_samples / done) if done else 1.0)
+        remaining = max(0.0, work_samples - done)
     fixed = overhead_seconds + finish_seconds + warmup_seconds
     seconds = fixed + periodic.seconds + remaining / rate
     fast = fixed + periodic.low + remaining / steady.high
@@ -162,7 +167,10 @@ def estimate_job(
         usd_low,
         usd_high,
         billed_hours,
-        basis=_basis(periodic.seconds, finish_seconds),
+        # which figures the probe measured and which are extrapolated from them (--json field names)
+        basis=dict.fromkeys(("overhead_seconds", "samples_per_second"), MEASURED)
+        | dict.fromkeys(("est_hours", "est_usd"), EXTRAPOLATED)
+        | {k: MEASURED for k, v in (("periodic_seconds", periodic.seconds), ("finish_seconds", finish_seconds)) if v},
         notes=_notes(terms, steady, seconds, billed_hours, overhead, periodic),
         periodic_seconds=periodic.seconds,
     )
@@ -175,29 +183,11 @@ def estimate_on(cand: Any, **figures: Any) -> tuple[JobEstimate | None, str | No
     return estimate_job(terms=cand.terms, hourly_usd=float(cand.hourly_usd or 0.0), **figures), None
 
 
-def warmup_share(steady: Steady, work_samples: float) -> tuple[float, float]:
-    """(warm-up seconds, samples left for the steady rate): the first samples ran at the warm-up's pace, so
-    the job pays its measured time once; a record without the warm-up's samples charges it nothing."""
-    done = steady.warmup_samples
-    if done is None or not math.isfinite(done) or done < 0:
-        return 0.0, work_samples
-    if done >= work_samples:  # the whole job fits in the warm-up: its share of the warm-up time
-        return steady.warmup_seconds * work_samples / done if done else 0.0, 0.0
-    return float(steady.warmup_seconds), work_samples - done
-
-
 def _check(name: str, value: float, *, allow_zero: bool) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):
         need = "zero or more" if allow_zero else "more than zero"
         raise CostError(f"{name} must be a finite number, {need}; got {value!r}")
-
-
-def _basis(periodic_seconds: float, finish_seconds: float) -> dict[str, str]:
-    """Which figures the probe measured and which are extrapolated from them (--json field names)."""
-    timed = {"periodic_seconds": periodic_seconds, "finish_seconds": finish_seconds}
-    basis = dict.fromkeys(("overhead_seconds", "samples_per_second"), MEASURED)
-    return basis | dict.fromkeys(("est_hours", "est_usd"), EXTRAPOLATED) | {k: MEASURED for k, v in timed.items() if v}
 
 
 def _notes(terms, steady, seconds, billed_hours, fixed, periodic) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
+from analysis.bench.answer import interval
 from analysis.bench.judge import line
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
@@ -54,7 +55,7 @@ def page_context(doc: dict) -> dict:
     chart, caption = frontier_chart([(numbers[_key(r)], r) for r in numbered], frontier_keys=frontier)
     probe_total = doc.get("probe_total_usd")
     return {
-        "task": _task_text(doc.get("task")),
+        "task": str(doc.get("task") or "-"),
         "work": f"{doc['work_samples']:,.0f} samples" if _finite(doc.get("work_samples")) else None,
         "generated": doc.get("generated") or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "sentence": answer.get("sentence") or "No answer was computed.",
@@ -99,12 +100,6 @@ def _in_rank_order(candidates: list[dict], answer: dict) -> list[dict]:
     return [r | ({"label": labels[_key(r)]} if labels.get(_key(r)) else {}) for r in ordered]
 
 
-def _task_text(task) -> str:
-    if isinstance(task, dict):
-        return ", ".join(f"{k}: {v}" for k, v in task.items())
-    return "-" if task is None else str(task)
-
-
 def _money(value) -> str:
     return usd(value) if _finite(value) else "-"
 
@@ -113,10 +108,7 @@ def _interval(value, low, high, fmt) -> str | None:
     """'3.20 (2.90-3.60)'; an absent upper bound reads 'or more'; None without a value."""
     if not _finite(value):
         return None
-    if not _finite(low):
-        return fmt(value)
-    upper = f"-{fmt(high)}" if _finite(high) else " or more"
-    return f"{fmt(value)} ({fmt(low)}{upper})"
+    return f"{fmt(value)} ({interval(low, high, fmt)})" if _finite(low) else fmt(value)
 
 
 def _triple(r: dict, field: str) -> list:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.bench.candidates import Candidate
-from analysis.bench.readings import probe_cost
+from analysis.bench.probes import probe_cost
 from analysis.output import fmt_usd, print_table
 from analysis.readiness import launch_checks
 from infra.conventions import UsageError
@@ -41,11 +41,6 @@ class ProbePlan:
     def __post_init__(self):
         self.total_bound_usd = sum(self.bounds.values())
         self.unpriced = [c.name for c in self.candidates if c.name not in self.bounds]  # no price: no bound
-
-    @property
-    def billed_seconds_limit(self) -> float:
-        """The longest a probe's machine is used: the probe limit plus the boot allowance."""
-        return self.probe_seconds + self.boot_allowance_seconds
 
     def table(self) -> str:
         """The candidate table printed before anything starts: what runs where, at what price, at most."""
@@ -79,9 +74,6 @@ def make_plan(
     boot_allowance_seconds: float = DEFAULT_BOOT_ALLOWANCE_SECONDS,
 ) -> ProbePlan:
     """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price."""
-    require("probe_minutes", probe_minutes)
-    if not boot_allowance_seconds >= 0:
-        raise ValueError(f"boot allowance {boot_allowance_seconds}: must be zero or more seconds")
     names = [c.name for c in candidates]
     doubles = sorted({n for n in names if names.count(n) > 1})
     if doubles:
@@ -92,8 +84,7 @@ def make_plan(
 
 
 def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
-    """Refuse to start when the probes alone could cost more than the budget."""
-    require("budget_usd", budget_usd)
+    """Refuse to start when the probes alone could cost more than the budget (checked first: check_options)."""
     if budget_usd is None or plan.total_bound_usd <= budget_usd:
         return
     dearest = max(plan.bounds, key=plan.bounds.__getitem__)
@@ -136,44 +127,17 @@ OPTIONS = {
 }
 
 
-def check_option(name: str, value: Any) -> str | None:
-    """The problem with one option's value (None when it is fine or not given)."""
-    if value is None:
-        return None
-    o = OPTIONS[name]
-    lowest = f">= {o.low:g}" if o.low_ok else f"> {o.low:g}"
-    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not number or value < o.low or (value == o.low and not o.low_ok):
-        return f"{o.flag} {value}: give {o.unit} {lowest}, e.g. {o.example}"
-    if value > o.high:
-        return f"{o.flag} {value:g}: more than {o.high:g} {o.unit} ({o.why_high}); give e.g. {o.example}"
-    return None
-
-
-def require(name: str, value: Any, fix: str = "") -> None:
-    """ValueError naming the problem with one option's value (and `fix`)."""
-    if problem := check_option(name, value):
-        raise ValueError(problem + fix)
-
-
 def check_options(**values: Any) -> list[str]:
-    """Every problem among the numeric options given (name=value, names from OPTIONS)."""
-    return [p for name, value in values.items() if (p := check_option(name, value))]
-
-
-def check_probe(probe: Any, *, local: bool, hosts: Sequence[str]) -> list[str]:
-    """`--probe N`: a whole number of candidates, and cloud candidates (the model needs the catalog's GPU figures)."""
-    if probe is None:
-        return []
-    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
-        return [f"--probe {probe}: give how many candidates to probe first, a whole number from 1, e.g. --probe 2"]
-    if local or hosts:
-        machines = "--local" if local else "--hosts"
-        return [
-            f"--probe with {machines}: the rest are predicted from the catalog's GPU figures, which cloud "
-            f"offerings have and {machines} machines do not; drop --probe"
-        ]
-    return []
+    """Every problem among the numeric options given (name=value, names from OPTIONS; None: not given)."""
+    problems = []
+    for o, value in ((OPTIONS[name], value) for name, value in values.items() if value is not None):
+        lowest = f">= {o.low:g}" if o.low_ok else f"> {o.low:g}"
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or value < o.low or (value == o.low and not o.low_ok):
+            problems.append(f"{o.flag} {value}: give {o.unit} {lowest}, e.g. {o.example}")
+        elif value > o.high:
+            problems.append(f"{o.flag} {value:g}: more than {o.high:g} {o.unit} ({o.why_high}); give e.g. {o.example}")
+    return problems
 
 
 def check_probe_count(probe: int | None, candidates: int) -> str | None:
@@ -187,10 +151,21 @@ def check_probe_count(probe: int | None, candidates: int) -> str | None:
 
 
 def check_request(
-    task: Any, *, gpus, spot=None, local, hosts, throughput_only, deadline_hours, hourly_usd=None
+    task: Any, *, gpus, spot=None, local, hosts, throughput_only, deadline_hours, hourly_usd=None, probe=None
 ) -> list[str]:
-    """Problems with what was asked of this task: a missing `work:`, options that cannot apply."""
+    """Problems with what was asked of this task: `--probe N` not a whole number of cloud candidates (the model
+    needs the catalog's GPU figures), a missing `work:`, options that cannot apply."""
     problems = []
+    machines = "--local" if local else "--hosts"
+    if probe is not None and (isinstance(probe, bool) or not isinstance(probe, int) or probe < 1):
+        problems.append(
+            f"--probe {probe}: give how many candidates to probe first, a whole number from 1, e.g. --probe 2"
+        )
+    elif probe is not None and (local or hosts):
+        problems.append(
+            f"--probe with {machines}: the rest are predicted from the catalog's GPU figures, which cloud "
+            f"offerings have and {machines} machines do not; drop --probe"
+        )
     if getattr(task, "work", None) is None and not throughput_only:
         problems.append(
             f"{task.path}: no `work:` section, so the whole job's hours and cost cannot be estimated; add one "
@@ -199,7 +174,6 @@ def check_request(
         )
     if throughput_only and deadline_hours is not None:
         problems.append("--deadline with --throughput-only: a deadline needs the whole job's estimate; drop one")
-    machines = "--local" if local else "--hosts"
     if spot is not None and (local or hosts):
         problems.append(
             f"{'--spot' if spot else '--on-demand'} with {machines}: the market applies to cloud offerings only; drop it"
@@ -229,8 +203,7 @@ def check_ready(
     cwd=None,
     checks: Callable[..., list[dict]] | None = None,
 ) -> list[dict]:
-    """The launch checks for the cloud candidates (none without any): raises NotReady naming each one
-    that failed with its fix; returns the checks made."""
+    """The launch checks for the cloud candidates, if any; NotReady names each that failed with its fix."""
     providers = sorted({c.provider for c in candidates if c.kind == "cloud"})
     if not providers:
         return []

@@ -16,22 +16,19 @@ from typing import Any, TextIO
 from analysis.bench import judge
 from analysis.bench.answer import answer_doc
 from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
-from analysis.bench.cloud import CloudProbe, probe_stack_name, write_project
 from analysis.bench.extrapolate import work_samples
-from analysis.bench.local import LocalProbe, SshProbe
 from analysis.bench.page import write_page
 from analysis.bench.plan import (
     check_budget,
     check_options,
-    check_probe,
     check_probe_count,
     check_ready,
     check_request,
     make_plan,
 )
-from analysis.bench.probes import ProbeFn, Probes, run_all
-from analysis.bench.readings import ProbeReport
+from analysis.bench.probes import ProbeReport, Probes, run_all
 from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench_id
+from analysis.bench.runners import CloudProbe, LocalProbe, SshProbe, probe_stack_name, write_project
 from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
 from analysis.progress import Printer
@@ -65,25 +62,16 @@ class BenchOutcome:
     left: list[dict[str, Any]] = field(default_factory=list)
 
 
-def ask_terminal(what: Sequence[str], question: str, default: bool, stdin=None, out=None) -> bool:
+def ask_terminal(what: Sequence[str], question: str, default: bool) -> bool:
     """Show `what`, ask `question`; with no terminal to ask on, the default answer (said so)."""
-    stdin, out = stdin or sys.stdin, out or sys.stderr
     for line in what:
-        print(line, file=out)
-    if not stdin.isatty():
-        print(f"{question} (no terminal to ask on: {'yes' if default else 'no'})", file=out, flush=True)
+        print(line, file=sys.stderr)
+    if not sys.stdin.isatty():
+        print(f"{question} (no terminal to ask on: {'yes' if default else 'no'})", file=sys.stderr, flush=True)
         return default
-    print(f"{question} [{'Y/n' if default else 'y/N'}] ", end="", file=out, flush=True)
-    reply = stdin.readline().strip().lower()
+    print(f"{question} [{'Y/n' if default else 'y/N'}] ", end="", file=sys.stderr, flush=True)
+    reply = sys.stdin.readline().strip().lower()
     return default if not reply else reply in ("y", "yes")
-
-
-def default_work_dir() -> Path:
-    """The project the probes build on (its Pulumi.yaml and stack files), else the current directory."""
-    try:
-        return project_dir()
-    except ProjectNotFound:
-        return Path.cwd()
 
 
 def load_task(task_path: str | Path) -> Any:
@@ -91,11 +79,6 @@ def load_task(task_path: str | Path) -> Any:
         return load_spec(user_or_shipped(task_path).resolve())
     except WorkloadSpecError as exc:
         raise BenchError(str(exc)) from None
-
-
-def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
-    """Cloud probes get the plan's default boot allowance; this machine and SSH hosts only start a process."""
-    return {} if any(c.kind == "cloud" for c in candidates) else {"boot_allowance_seconds": PROCESS_START_SECONDS}
 
 
 def results_for(kind_set: set[str], results: str | None) -> str | None:
@@ -117,51 +100,40 @@ def results_for(kind_set: set[str], results: str | None) -> str | None:
     return str(Path(url).expanduser().resolve()) if url and "://" not in url else url
 
 
-def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Path], Any] | None) -> Any:
-    """Cloud probes share one stack backend over the bench's workspace, whose Pulumi.yaml runs the project's."""
+def _runner(kind: str, record: BenchRecord, settings: dict[str, Any], backend: Callable[[Path], Any] | None) -> Any:
+    """The probe runner of one kind; cloud probes share a stack backend over the bench's workspace."""
+    task, url, seconds = settings["task"], settings["results"], settings["probe_seconds"]
+    if kind == "local":
+        logs = record.path.parent / "logs"
+        return LocalProbe(store=open_store(url), results=url, task=task, probe_seconds=seconds, log_dir=logs)
+    if kind == "ssh":
+        poll = min(2.0, float(settings["poll_seconds"]))
+        return SshProbe(task=task, probe_seconds=seconds, stacks_dir=settings["stacks_dir"], poll_seconds=poll)
     bench_dir, work_dir = record.path.parent, Path(settings["work_dir"])
     write_project(bench_dir, work_dir if (work_dir / "Pulumi.yaml").is_file() else project_dir())
-    store, backend = open_store(settings["results"]), (backend or pulumi_backend)(bench_dir)
+    store, backend = open_store(url), (backend or pulumi_backend)(bench_dir)
     return CloudProbe(backend=backend, record=record, store=store, catalog=load_catalog(), settings=settings)
-
-
-def _local(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
-    task, results, seconds = settings["task"], settings["results"], settings["probe_seconds"]
-    logs = record.path.parent / "logs"
-    return LocalProbe(store=open_store(results), results=results, task=task, probe_seconds=seconds, log_dir=logs)
-
-
-def _ssh(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
-    poll = min(2.0, float(settings["poll_seconds"]))
-    task, seconds, stacks = settings["task"], settings["probe_seconds"], settings["stacks_dir"]
-    return SshProbe(task=task, probe_seconds=seconds, stacks_dir=stacks, poll_seconds=poll)
-
-
-RUNNERS = {"cloud": _cloud, "local": _local, "ssh": _ssh}  # (record, settings, backend) -> probe runner
 
 
 def make_jobs(candidates, record: BenchRecord, settings: dict, backend, printer) -> tuple[list, list[ProbeReport]]:
     """(candidate, probe) pairs to run, and reports for cloud candidates whose stack config would not parse
     (`launch-failed`, kind `config`: never launched)."""
-    runners = {kind: RUNNERS[kind](record, settings, backend) for kind in {c.kind for c in candidates}}
-    jobs: list[tuple[Any, ProbeFn]] = []
-    early: list[ProbeReport] = []
+    runners = {kind: _runner(kind, record, settings, backend) for kind in {c.kind for c in candidates}}
+    jobs, early = [], []
     for cand in candidates:
-        runner = runners[cand.kind]
         if cand.kind == "cloud":
             name = probe_stack_name(cand, record.bench_id)
             try:
-                runner.prepare(cand, name)
+                runners["cloud"].prepare(cand, name)
             except (ValueError, FileNotFoundError) as exc:  # ConfigError, CatalogError: this candidate only
                 printer.stack(name, f"not launched (config): {exc}")
                 record.update(name, kind="cloud", offering=cand.offering, state="launch-failed")
                 early.append(ProbeReport(cand, name, "launch-failed", f"config: {exc}", probe_usd=0.0))
                 continue
-        else:
-            # a process on this machine or a host: started as soon as it is launched
+        else:  # a process on this machine or a host: started as soon as it is launched
             started = {"state": "launched", "up_started_at": iso(), "launched_at": iso()}
             record.enter(cand.name, cand, settings["benchmark_name"], settings["results"], **started)
-        jobs.append((cand, runner))
+        jobs.append((cand, runners[cand.kind]))
     return jobs, early
 
 
@@ -198,11 +170,21 @@ def bench(
     task = checked_task(task_path, ask, limits, probe_minutes, probe, throughput_only)
     history = bench_dirs(work_dir)  # earlier benches: their predictions are judged on this one's measurements
     workspaces = bench_root(work_dir)  # --project-dir DIR: DIR/.gpubench/bench, else the state home's
-    work_dir = Path(work_dir) if work_dir else default_work_dir()
+    try:  # the project the probes build on (its Pulumi.yaml and stack files), else the current directory
+        work_dir = Path(work_dir) if work_dir else project_dir()
+    except ProjectNotFound:
+        work_dir = Path.cwd()
     stacks_dir = Path(stacks_dir) if stacks_dir else work_dir / "stacks"
     bench_id = new_bench_id()
     candidates, unmatched = checked_candidates(task, ask, stacks_dir, bench_id, probe, printer)
-    plan, first, model = plan_probes(candidates, probe_minutes, probe, throughput_only)
+    # cloud probes get the plan's default boot allowance; this machine and SSH hosts only start a process
+    boot = {} if any(c.kind == "cloud" for c in candidates) else {"boot_allowance_seconds": PROCESS_START_SECONDS}
+    try:
+        plan = make_plan(candidates, probe_minutes=probe_minutes, **boot)
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    model = None if probe is None else Model()
+    first = None if probe is None else first_probes(candidates, probe, model, by_rate=throughput_only)
     printer(plan.table())
     upfront = plan if first is None else subplan(plan, first)
     check_budget(upfront, budget_usd)  # raises BudgetExceeded before anything launches
@@ -214,7 +196,7 @@ def bench(
     settings = dict(task=task.path, results=url, probe_seconds=plan.probe_seconds, poll_seconds=poll_seconds)
     settings |= dict(boot_allowance_seconds=plan.boot_allowance_seconds, stacks_dir=stacks_dir, work_dir=work_dir)
     settings["benchmark_name"] = task.benchmark_name
-    probes = Probes(printer, bound_seconds=plan.billed_seconds_limit)
+    probes = Probes(printer, bound_seconds=plan.probe_seconds + plan.boot_allowance_seconds)
 
     def probe_round(chosen: list[Any]) -> list[Any]:
         jobs, early = make_jobs(chosen, record, settings, backend, printer)
@@ -228,21 +210,22 @@ def bench(
                 reports = probe_round(list(candidates))
             else:
                 samples = None if throughput_only else work_samples(task)
-                bounds, by_rate = plan.bounds, throughput_only
-                settled = settle(candidates, first, probe_round, model, bounds, budget_usd, samples, by_rate, printer)
+                how = (model, plan.bounds, budget_usd, samples, throughput_only, printer)
+                settled = settle(candidates, first, probe_round, *how)
                 reports = settled.reports
         except KeyboardInterrupt as exc:
             unattended = yes or isinstance(exc, StopSignal)  # a signal, not a person: no one to ask
             return cancelled(task, candidates, probes, unattended, confirm, record)
-    return finish(task, reports, record, printer, unmatched, limits, throughput_only, settled, plan, history)
+    return finish(task, reports, unmatched, limits, throughput_only, record, printer, settled, plan, history)
 
 
 def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throughput_only) -> Any:
     """The task file, once every option value and the task are checked (BenchError naming every problem)."""
     problems = check_options(probe_minutes=probe_minutes, hourly_usd=ask["hourly_usd"], **limits)
-    problems += check_probe(probe, local=ask["local"], hosts=ask["hosts"])
     task = load_task(task_path)
-    problems += check_request(task, throughput_only=throughput_only, deadline_hours=limits["deadline_hours"], **ask)
+    problems += check_request(
+        task, throughput_only=throughput_only, deadline_hours=limits["deadline_hours"], probe=probe, **ask
+    )
     if problems:
         raise BenchError("; ".join(problems) if len(problems) == 1 else "\n  " + "\n  ".join(problems))
     return task
@@ -261,23 +244,9 @@ def checked_candidates(task, ask: dict, stacks_dir, bench_id, probe, printer) ->
         printer(f"{item['ask']}: not probed: {item['reason']}")
     if not candidates:
         raise BenchError("no candidate to probe: " + ("; ".join(u["reason"] for u in unmatched) or "none matched"))
-    problem = check_probe_count(probe, len(candidates))
-    if problem:
+    if problem := check_probe_count(probe, len(candidates)):
         raise BenchError(problem)
     return candidates, unmatched
-
-
-def plan_probes(candidates, probe_minutes, probe, throughput_only) -> tuple[Any, list[Any] | None, Any]:
-    """(the plan over every candidate, round one's candidates with --probe, the predictor with --probe)."""
-    try:
-        plan = make_plan(candidates, probe_minutes=probe_minutes, **boot_allowance(candidates))
-    except ValueError as exc:
-        raise BenchError(str(exc)) from None
-    if probe is None:
-        return plan, None, None
-
-    model = Model()
-    return plan, first_probes(candidates, probe, model, by_rate=throughput_only), model
 
 
 def subplan(plan: Any, chosen: Sequence[Any]) -> Any:
@@ -300,40 +269,16 @@ def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
     ]
 
 
-def finish(task, reports, record: BenchRecord, printer, unmatched, limits, by_rate, settled, plan, history):
-    """Estimate, rank, judge earlier predictions, write the page; FAILED when no candidate has an estimate."""
+def finish(task, reports, unmatched, limits, by_rate, record: BenchRecord, printer, settled, plan, history):
+    """The answer, earlier predictions judged (with --probe, this bench's recorded), the page; FAILED when no
+    candidate has an estimate."""
     samples, predicted = None if by_rate else work_samples(task), settled.predicted if settled else ()
-    work = getattr(task, "work", None)
-    doc = answer_doc(
-        str(task.path),
-        reports,
-        unmatched,
-        work_samples=samples,
-        throughput_only=by_rate,
-        predicted=predicted,
-        **limits,
-        work=work,
-    )
+    how = dict(work_samples=samples, throughput_only=by_rate, predicted=predicted, work=getattr(task, "work", None))
+    doc = answer_doc(str(task.path), reports, unmatched, **how, **limits)
     doc["bench_id"] = record.bench_id
     for r in reports:
         if r.candidate.kind != "cloud":  # cloud probes record their destroy themselves
             record.update(r.stack, teardown={"action": "ended", "at": iso()}, probe_status=r.status)
-    judged(task, doc, record, settled, plan, history, printer)
-    workspace = record.path.parent
-    page = write_page(doc, workspace)
-    doc["page"] = str(page)
-    record.data["answer"] = doc["answer"].get("sentence")
-    record.save()
-    printer(f"answer: {doc['answer'].get('sentence')}")
-    printer(f"page: {page}")
-    answered = "samples_per_second" if by_rate else "est_hours"
-    estimated = any(r.get(answered) is not None for r in doc["candidates"])
-    return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, workspace)
-
-
-def judged(task, doc: dict, record: BenchRecord, settled, plan, history: list[Path], printer) -> None:
-    """With --probe, what that saved; earlier predictions (this bench's and earlier benches' of the same task)
-    beside the measurements; this bench's predictions recorded for the next."""
     forecasts = judge.earlier(str(doc["task"]), history, record.bench_id)
     if settled is not None:
         doc["probing"] = summary(settled, plan, doc)
@@ -344,10 +289,18 @@ def judged(task, doc: dict, record: BenchRecord, settled, plan, history: list[Pa
         record.data[judge.PREDICTIONS] = judge.recorded(
             doc["candidates"], record.bench_id, alpha, iso(), getattr(task, "benchmark_name", None)
         )
-    doc["prediction_checks"] = judge.checks(doc["candidates"], forecasts)
-    record.data["prediction_checks"] = doc["prediction_checks"]
+    doc["prediction_checks"] = record.data["prediction_checks"] = judge.checks(doc["candidates"], forecasts)
     for check in doc["prediction_checks"]:
         printer("prediction vs measurement: " + judge.line(check))
+    page = write_page(doc, record.path.parent)
+    doc["page"] = str(page)
+    record.data["answer"] = doc["answer"].get("sentence")
+    record.save()
+    printer(f"answer: {doc['answer'].get('sentence')}")
+    printer(f"page: {page}")
+    answered = "samples_per_second" if by_rate else "est_hours"
+    estimated = any(r.get(answered) is not None for r in doc["candidates"])
+    return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, record.path.parent)
 
 
 def cancelled(task, candidates, probes: Probes, yes: bool, confirm, record: BenchRecord) -> BenchOutcome:

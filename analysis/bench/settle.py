@@ -14,10 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.bench.answer import ROW_FIELDS, candidate_row, row_of
-from analysis.bench.rank import finite
+from analysis.bench.answer import ROW_FIELDS, candidate_row, finite, row_of
 from analysis.predict import calibration as cal
-from analysis.predict.model import NotPredictable, figures, machine_factor
 from analysis.predict.predict import PREDICTED, Measured, _model_doc, fit, gpu_specs, predicted_picks
 from analysis.predict.predict import candidate_row as predicted_row
 from infra.catalog import load_catalog
@@ -39,14 +37,11 @@ class Model:
 
     def place(self, cand: Any) -> tuple[float, float, float] | None:
         """(ln compute, ln bandwidth, ln machine factor) of a candidate; None when the model cannot place it."""
-        spec = self.specs.get(getattr(cand, "gpu", None))
         try:
-            compute, bandwidth = figures(spec, self.precision) if spec else (None, None)
-        except NotPredictable:
+            compute, bandwidth = cal.figures(self.specs[getattr(cand, "gpu", None)], self.precision)
+        except (KeyError, cal.NotPredictable):
             return None
-        if compute is None:
-            return None
-        scale = math.log(machine_factor(cand.gpu_count, self.calib.efficiency))
+        scale = math.log(cal.machine_factor(cand.gpu_count, self.calib.efficiency))
         return math.log(compute), math.log(bandwidth), scale
 
     def speed(self, place: tuple[float, float, float]) -> float:
@@ -77,11 +72,6 @@ def first_probes(candidates: Sequence[Any], n: int, model: Model, by_rate: bool 
     return chosen
 
 
-def _balance(place: tuple[float, float, float]) -> float:
-    """ln C - ln B: a wrong alpha moves a prediction by (its error) x (the difference of two GPUs' balance)."""
-    return place[0] - place[1]
-
-
 def _could_lead(cand: Any, lead: Any, model: Model, by_rate: bool) -> bool:
     """Whether the candidate beats the lead at the alpha (0..1) and interval end most in its favour."""
     c, ref = model.place(cand), model.place(lead)
@@ -104,45 +94,39 @@ def _most_uncertain(rest: list[Any], chosen: list[Any], model: Model, by_rate: b
     contenders = [c for c in rest if _could_lead(c, chosen[0], model, by_rate)]
     if not contenders:
         return rest[0]
-    placed = [p for p in (model.place(s) for s in chosen) if p is not None]
+    # balance ln C - ln B: a wrong alpha moves a prediction by (its error) x (two GPUs' difference in balance)
+    balances = [p[0] - p[1] for p in map(model.place, chosen) if p is not None]
 
     def spread(c: Any) -> float:
-        b = _balance(model.place(c))
-        return min((abs(b - _balance(p)) for p in placed), default=0.0)
+        place = model.place(c)
+        return min((abs(place[0] - place[1] - b) for b in balances), default=0.0)
 
     return max(contenders, key=spread)  # max keeps the first of equals: the most promising
-
-
-def measured_rates(rows: Sequence[dict], candidates: dict[str, Any]) -> list[Measured]:
-    """The rates the probes measured, as the predictor takes them (candidates: row name -> candidate)."""
-    out = []
-    for row in rows:
-        cand, rate = candidates.get(row["name"]), row.get("samples_per_second")
-        if cand is not None and cand.gpu and isinstance(rate, (int, float)) and rate > 0:
-            out.append(Measured(cand.gpu, cand.gpu_count, float(rate)))
-    return out
-
-
-def overhead(rows: Sequence[dict]) -> float | None:
-    """The probed candidates' median overhead (launch to first step, plus the finish where timed)."""
-    found = [
-        float(r["overhead_seconds"]) + float(r.get("finish_seconds") or 0.0)
-        for r in rows
-        if isinstance(r.get("overhead_seconds"), (int, float))
-    ]
-    return statistics.median(found) if found else None
 
 
 def predict_rows(
     unprobed: Sequence[Any], measured_rows: Sequence[dict], candidates: dict[str, Any], model: Model, work: Any
 ) -> tuple[list[dict], Any]:
     """(bench rows for the unprobed candidates, the fit) from the rates measured so far."""
-    measured = measured_rates(measured_rows, candidates)
+    measured = [
+        Measured(cand.gpu, cand.gpu_count, float(rate))
+        for row in measured_rows
+        if (cand := candidates.get(row["name"])) is not None
+        and cand.gpu
+        and isinstance(rate := row.get("samples_per_second"), (int, float))
+        and rate > 0
+    ]
     if not measured:
         why = "not predicted: no probe measured a rate to predict from"
         return [_row(c, {"reason": why}, NOT_PREDICTED) for c in unprobed], None
     model_fit = fit(measured, model.specs, model.calib, model.family, model.precision)
-    seconds = overhead(measured_rows)
+    # the probed candidates' median overhead (launch to first step, plus the finish where timed)
+    found = [
+        float(r["overhead_seconds"]) + float(r.get("finish_seconds") or 0.0)
+        for r in measured_rows
+        if isinstance(r.get("overhead_seconds"), (int, float))
+    ]
+    seconds = statistics.median(found) if found else None
     note = f"overhead {seconds:,.0f} s: the median of the probed candidates'" if seconds is not None else None
     note = note or "excludes boot, image pull and setup: no probe measured them"
     job = {"work_samples": work, "overhead_seconds": seconds or 0.0, "notes": [note]}
@@ -164,11 +148,8 @@ def _row(cand: Any, got: dict, status: str) -> dict:
 
 def _metric(rows: Sequence[dict], by_rate: bool) -> tuple[str, int]:
     """(field, sign): what the ranking orders by, sign +1 when less is better."""
-    if by_rate:
-        return "samples_per_second", -1
-    if any(finite(r.get("est_usd")) is not None for r in rows):
-        return "est_usd", 1
-    return "est_hours", 1
+    priced = any(finite(r.get("est_usd")) is not None for r in rows)
+    return ("samples_per_second", -1) if by_rate else ("est_usd" if priced else "est_hours", 1)
 
 
 def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, list[dict]]:
@@ -230,7 +211,12 @@ def settle(
     spent = sum(bounds.get(c.name, 0.0) for c in first)
     while True:
         done.skipped = []  # what is still in doubt after the last round
-        rows, done.predicted, done.fit = _round_rows(candidates, done.reports, model, work_samples, by_rate)
+        measured = [candidate_row(r, work_samples, by_rate) for r in done.reports]
+        probed, by_name = {id(r.candidate) for r in done.reports}, {r.stack: r.candidate for r in done.reports}
+        unprobed = [c for c in candidates if id(c) not in probed]
+        work = None if by_rate else work_samples
+        done.predicted, done.fit = predict_rows(unprobed, measured, by_name, model, work)
+        rows = measured + done.predicted
         lead, doubt = in_doubt(rows, by_rate)  # no leader (no probe estimated anything): nothing is in doubt
         batch = []
         for row in doubt:
@@ -251,16 +237,6 @@ def settle(
         say(f"in doubt (their intervals reach {leader}): probing {', '.join(c.offering for c in batch)}")
         done.reports += probe(batch)
         done.rounds.append([c.offering for c in batch])
-
-
-def _round_rows(candidates, reports, model, work_samples, by_rate) -> tuple[list[dict], list[dict], Any]:
-    """(every row so far, the predicted ones, the fit)."""
-    by_name = {r.stack: r.candidate for r in reports}
-    measured = [candidate_row(r, work_samples, by_rate) for r in reports]
-    probed = {id(r.candidate) for r in reports}
-    unprobed = [c for c in candidates if id(c) not in probed]
-    predicted, model_fit = predict_rows(unprobed, measured, by_name, model, None if by_rate else work_samples)
-    return measured + predicted, predicted, model_fit
 
 
 def summary(done: Settled, plan: Any, doc: dict) -> dict[str, Any]:

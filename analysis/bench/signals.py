@@ -21,19 +21,14 @@ class StopSignal(KeyboardInterrupt):
         self.signum = signum
 
 
-def _detach_from_terminal() -> None:
-    """Point stdout and stderr at /dev/null where they were the (now closed) terminal."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            if stream.isatty():
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, stream.fileno())
-                os.close(devnull)
-
-
 def _raise(signum, frame) -> None:
-    if signum == signal.SIGHUP:
-        _detach_from_terminal()
+    if signum == signal.SIGHUP:  # the terminal is gone: stdout and stderr that were it point at /dev/null
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                if stream.isatty():
+                    devnull = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(devnull, stream.fileno())
+                    os.close(devnull)
     raise StopSignal(signum)
 
 

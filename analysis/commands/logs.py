@@ -7,7 +7,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from analysis.bench.live import ENDED, follow_log, latest_log
+from analysis.bench.record import ENDED, follow_log, latest_log
 from analysis.bench.run import RESULTS_ENV
 from analysis.commands import add_command, check_results_locations
 from analysis.commands.teardown import bench_probes

@@ -6,7 +6,7 @@ from __future__ import annotations
 from analysis.bench.run import load_task
 from analysis.commands import add_command, options
 from analysis.output import USD_SIGN, emit_json, print_table
-from analysis.predict.model import ANY_FAMILY, PRECISIONS
+from analysis.predict.calibration import ANY_FAMILY, PRECISIONS
 from analysis.predict.predict import predict
 from analysis.report.answer import duration
 from payload import exitcodes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from analysis.bench.live import REFUSED, probe_status, status_table
+from analysis.bench.record import REFUSED, probe_status, status_table
 from analysis.commands import add_command
 from analysis.observe import UNREACHABLE
 from analysis.output import emit_json

@@ -1,1 +1,1 @@
-"""`gpubench predict`: model.py the spec ratios, calibration.py the shipped tables, predict.py the rows."""
+"""`gpubench predict`: calibration.py the spec-ratio model and its shipped tables, predict.py the rows."""

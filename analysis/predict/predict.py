@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.bench.answer import answer
 from analysis.bench.candidates import CandidateError, alternatives, cloud_candidates, known_gpu
 from analysis.bench.extrapolate import estimate_on, work_samples
-from analysis.bench.rank import answer
 from analysis.predict import calibration as cal
-from analysis.predict.model import PRECISIONS, NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
 from infra.catalog import load_catalog
 from payload.steady import Steady
 from payload.workloads.spec import parse_accelerators
@@ -26,6 +25,19 @@ ROW_FIELDS = (
     "samples_per_second_high est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high "
     "hourly_usd price_source price_date notes"
 ).split()
+
+
+CANDIDATE_FIELDS = (
+    "offering",
+    "name",
+    "kind",
+    "market",
+    "gpu",
+    "gpu_count",
+    "hourly_usd",
+    "price_source",
+    "price_date",
+)
 
 
 class PredictError(ValueError):
@@ -45,19 +57,6 @@ class Measured:
         return f"{self.gpu}:{self.count}"
 
 
-def _rate(text: str, item: str) -> float:
-    try:
-        rate = float(text)
-    except ValueError:
-        raise PredictError(f"--measured {item!r}: {text!r} is not a number; give {MEASURED_FORM}") from None
-    if not math.isfinite(rate) or rate <= 0:
-        raise PredictError(
-            f"--measured {item!r}: the rate must be a finite number of samples per second above zero, got {text}; "
-            f"give {MEASURED_FORM}"
-        )
-    return rate
-
-
 def parse_measured(items: Sequence[str], catalog: Any) -> list[Measured]:
     """`GPU[:N]=RATE` items, each GPU known to the catalog; the same GPU and count twice must agree."""
     if not items:
@@ -72,7 +71,18 @@ def parse_measured(items: Sequence[str], catalog: Any) -> list[Measured]:
             gpu = known_gpu(catalog, accel.name, f"--measured {item!r}")
         except (ValueError, CandidateError) as exc:
             raise PredictError(str(exc) if isinstance(exc, CandidateError) else f"--measured {item!r}: {exc}") from None
-        one = Measured(gpu, accel.count, _rate(value.strip(), item))
+        try:
+            rate = float(value)
+        except ValueError:
+            raise PredictError(
+                f"--measured {item!r}: {value.strip()!r} is not a number; give {MEASURED_FORM}"
+            ) from None
+        if not math.isfinite(rate) or rate <= 0:
+            raise PredictError(
+                f"--measured {item!r}: the rate must be a finite number of samples per second above zero, got "
+                f"{value.strip()}; give {MEASURED_FORM}"
+            )
+        one = Measured(gpu, accel.count, rate)
         before = found.setdefault(one.label, one)
         if before.rate != one.rate:
             raise PredictError(
@@ -85,11 +95,6 @@ def parse_measured(items: Sequence[str], catalog: Any) -> list[Measured]:
 def gpu_specs(catalog: Any) -> dict[str, Any]:
     """Every GPU model's datasheet figures, read through the catalog's offerings."""
     return {o.gpu.model: o.gpu for o in catalog.offerings() if o.gpu}
-
-
-def check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise PredictError(f"--{name} {value!r} is not one of {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -109,11 +114,11 @@ def fit(
     per_gpu = _per_gpu_rates(measured, specs, precision, calib.efficiency)
     pairs = []
     for s, t in ((s, t) for s in per_gpu for t in per_gpu if s < t):
-        xc, xb = log_ratios(specs[s], specs[t], precision)
+        xc, xb = cal.log_ratios(specs[s], specs[t], precision)
         pairs.append((xc, xb, math.log(per_gpu[t] / per_gpu[s])))
     if not any(abs(xc - xb) > 1e-12 for xc, xb, _ in pairs):
         return Fit(prior, f"prior for {group}, fitted on the calibration tables", calib)
-    alpha = fit_alpha(pairs, prior, cal.PRIOR_WEIGHT)
+    alpha = cal.fit_alpha(pairs, prior, cal.PRIOR_WEIGHT)
     return Fit(alpha, f"fitted on the measured {', '.join(sorted(per_gpu))}, pulled toward the {group} prior", calib)
 
 
@@ -122,15 +127,15 @@ def _per_gpu_rates(measured: Sequence[Measured], specs: dict, precision: str, ef
     logs: dict[str, list[float]] = {}
     for m in measured:
         if m.gpu in specs and not _missing(specs[m.gpu], precision):
-            logs.setdefault(m.gpu, []).append(math.log(m.rate / machine_factor(m.count, efficiency)))
+            logs.setdefault(m.gpu, []).append(math.log(m.rate / cal.machine_factor(m.count, efficiency)))
     return {gpu: math.exp(math.fsum(v) / len(v)) for gpu, v in logs.items()}
 
 
 def _missing(spec: Any, precision: str) -> str | None:
     """What the model lacks of a GPU's figures, or None."""
     try:
-        figures(spec, precision)
-    except NotPredictable as exc:
+        cal.figures(spec, precision)
+    except cal.NotPredictable as exc:
         return str(exc)
     return None
 
@@ -139,38 +144,24 @@ def predict_rate(target: str, count: int, measured: Sequence[Measured], specs: d
     """(rate, low, high) of a machine of `count` `target` GPUs; NotPredictable names what is missing."""
     spec = specs.get(target)
     if spec is None:
-        raise NotPredictable(f"the catalog has no datasheet figures for {target}")
-    figures(spec, precision)  # the target's own figures, named when missing
+        raise cal.NotPredictable(f"the catalog has no datasheet figures for {target}")
+    cal.figures(spec, precision)  # the target's own figures, named when missing
     sources = _per_gpu_rates(measured, specs, precision, model.calibration.efficiency)
     if not sources:
         problems = [p for m in measured if (p := _missing(specs[m.gpu], precision))]
-        raise NotPredictable("no measured GPU has the figures the model needs: " + "; ".join(problems))
-    logs = [math.log(rate * ratio(model.alpha, *log_ratios(specs[s], spec, precision))) for s, rate in sources.items()]
-    rate = math.exp(math.fsum(logs) / len(logs)) * machine_factor(count, model.calibration.efficiency)
+        raise cal.NotPredictable("no measured GPU has the figures the model needs: " + "; ".join(problems))
+    logs = [
+        math.log(rate * cal.ratio(model.alpha, *cal.log_ratios(specs[s], spec, precision)))
+        for s, rate in sources.items()
+    ]
+    rate = math.exp(math.fsum(logs) / len(logs)) * cal.machine_factor(count, model.calibration.efficiency)
     k = model.calibration.factor
     return rate, rate / k, rate * k
 
 
-def _outside(gpu: str, specs: dict, calib: cal.Calibration) -> list[str]:
-    known = {specs[g].architecture for g in calib.gpus if g in specs}
-    arch = specs[gpu].architecture if gpu in specs else None
-    if arch in known:
-        return []
-    return [
-        f"{gpu} ({arch}) is outside the calibration data ({', '.join(calib.gpus)}): the model extrapolates "
-        "from datasheet ratios alone; probe it if the choice turns on it"
-    ]
-
-
 def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: dict) -> dict[str, Any]:
     """One candidate's row: its rate (measured or predicted, with its interval) and its whole job."""
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
-    row.update(
-        {k: getattr(cand, k) for k in ("offering", "name", "kind", "market", "gpu", "gpu_count", "hourly_usd")},
-        price_source=cand.price_source,
-        price_date=cand.price_date,
-        notes=[],
-    )
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS) | {k: getattr(cand, k) for k in CANDIDATE_FIELDS} | {"notes": []}
     own = next((m for m in measured if m.gpu == cand.gpu and m.count == cand.gpu_count), None)
     if own is not None:
         rate = low = high = own.rate
@@ -178,10 +169,15 @@ def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: d
     else:
         try:
             rate, low, high = predict_rate(cand.gpu, cand.gpu_count, measured, specs, model, precision)
-        except NotPredictable as exc:
+        except cal.NotPredictable as exc:
             return row | {"basis": NOT_PREDICTABLE, "reason": f"not predictable: {exc}"}
         row["basis"] = PREDICTED
-        row["notes"] += _outside(cand.gpu, specs, model.calibration)
+        calib = model.calibration
+        if specs[cand.gpu].architecture not in {specs[g].architecture for g in calib.gpus if g in specs}:
+            row["notes"].append(
+                f"{cand.gpu} ({specs[cand.gpu].architecture}) is outside the calibration data ({', '.join(calib.gpus)}): "
+                "the model extrapolates from datasheet ratios alone; probe it if the choice turns on it"
+            )
     row.update(samples_per_second=rate, samples_per_second_low=low, samples_per_second_high=high)
     job_fields = _whole_job(cand, rate, low, high, job)
     return row | job_fields | {"notes": row["notes"] + job_fields.get("notes", [])}
@@ -259,10 +255,10 @@ def predict(
 ) -> dict[str, Any]:
     """The --json document: the model, the measured rates, one row per candidate, the answer."""
     catalog = catalog or load_catalog()
-    check_choice("precision", precision, PRECISIONS)
     specs = gpu_specs(catalog)
     calib = cal.shipped(tuple(sorted(specs.items())))
-    check_choice("family", family, (cal.ANY_FAMILY, *calib.families))
+    if family not in (families := (cal.ANY_FAMILY, *calib.families)):  # --precision is argparse's `choices`
+        raise PredictError(f"--family {family!r} is not one of {', '.join(families)}")
     if not (isinstance(overhead_seconds, (int, float)) and math.isfinite(overhead_seconds) and overhead_seconds >= 0):
         raise PredictError(f"--overhead-minutes {overhead_seconds / 60:g}: give zero or more minutes")
     measured = parse_measured(measured_items, catalog)
@@ -278,6 +274,9 @@ def predict(
         "notes": [] if overhead_seconds else ["excludes boot, image pull and setup: pass --overhead-minutes"],
     }
     rows = [candidate_row(c, measured, specs, model, precision, job) for c in candidates]
+    # the bench's ranking and sentence over measured and predicted rows, saying which picks are predicted
+    out = answer(rows, deadline_hours=None, budget_usd=None)
+    out["sentence"] += predicted_picks(out, {r["offering"] for r in rows if r["basis"] == PREDICTED})
     return {
         "task": str(getattr(task, "path", "") or ""),
         "market": "spot" if any(c.market == "spot" for c in candidates) else "on-demand",
@@ -285,15 +284,8 @@ def predict(
         "model": _model_doc(model, family, precision),
         "candidates": rows,
         "unmatched": unmatched,
-        "answer": _answer(rows),
+        "answer": out,
     }
-
-
-def _answer(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The bench's ranking and sentence over measured and predicted rows, saying which picks are predicted."""
-    out = answer(rows, deadline_hours=None, budget_usd=None)
-    out["sentence"] += predicted_picks(out, {r["offering"] for r in rows if r["basis"] == PREDICTED})
-    return out
 
 
 def predicted_picks(out: dict[str, Any], guessed: set[str]) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from analysis import demo
 from analysis.bench.candidates import local_candidate
-from analysis.bench.readings import ProbeReport
+from analysis.bench.probes import ProbeReport
 from analysis.price.billed import billed
 from analysis.reference.studies import reference_figures, study_jobs
 from analysis.report.answer import digits, long_duration, versus_lines

@@ -9,8 +9,8 @@ import json
 import pytest
 from synthetic_results import make_result
 
-from analysis.bench.live import latest_log
-from analysis.bench.readings import newest_result
+from analysis.bench.probes import newest_result
+from analysis.bench.record import latest_log
 from analysis.collect import collect
 from analysis.observe import observe
 from payload.layout import run_prefix

@@ -20,7 +20,7 @@ import yaml
 from job_processes import ALL_CHILDREN, kill_recorded, recorded, survivors, write_job
 from test_bench_ctrl_c import Bench, child_env
 
-from analysis.bench.local import MARK_ENV, end_marked, marked, payload_grace
+from analysis.bench.runners import MARK_ENV, end_marked, marked, payload_grace
 from payload import exitcodes
 from payload.workloads.process import stop_grace_seconds
 

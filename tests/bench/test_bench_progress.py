@@ -6,8 +6,7 @@ import io
 import time
 
 from analysis.bench import probes as probes_mod
-from analysis.bench.probes import Probes, run_all
-from analysis.bench.readings import ProbeReport
+from analysis.bench.probes import ProbeReport, Probes, run_all
 from analysis.progress import Printer
 
 

@@ -15,11 +15,11 @@ import yaml
 from bench_fakes import project as make_project
 from bench_fakes import write_task
 
-from analysis.bench import cloud as cloud_probe
+from analysis.bench import runners as cloud_probe
 from analysis.bench.answer import ROW_FIELDS, candidate_row
 from analysis.bench.candidates import cloud_candidates
 from analysis.bench.plan import BudgetExceeded
-from analysis.bench.readings import ProbeReport, judge, probe_cost
+from analysis.bench.probes import ProbeReport, judge, probe_cost
 from analysis.bench.run import bench
 from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
@@ -337,7 +337,7 @@ def test_a_stack_that_cannot_be_removed_is_named_with_the_command(tmp_path, s3_b
 
 
 def test_finish_seconds_run_from_the_jobs_end_to_the_payloads_exit():
-    from analysis.bench.local import finish_seconds
+    from analysis.bench.runners import finish_seconds
     from payload.timestamps import parse_iso
 
     timeline = [
@@ -416,7 +416,7 @@ def test_command_budget_refusal_is_a_usage_error_before_any_launch(tmp_path, cap
 
 def test_a_result_without_times_never_hides_the_genuine_probe(tmp_path):
     """A `{"status": "completed"}` with no times beside a probe's result: the probe's result is the newest."""
-    from analysis.bench.readings import newest_result
+    from analysis.bench.probes import newest_result
     from payload.storage import open_store
 
     store = open_store(str(tmp_path / "results"))
@@ -437,7 +437,7 @@ def test_a_failed_probes_output_tail_is_printed_once_and_the_table_stays_whole(t
     """The tail of a failed job's output goes with the probe's progress, once; the reason in the table and
     in the answer is one line."""
     from analysis.bench.answer import answer_doc
-    from analysis.bench.readings import verdict_lines
+    from analysis.bench.probes import verdict_lines
     from analysis.commands.bench import _print_answer
 
     (cand,) = candidates_for(write_task(tmp_path / "t"))
@@ -497,7 +497,7 @@ def test_throughput_only_ranks_the_rates_and_estimates_no_whole_job(tmp_path):
 
 def test_a_failed_probes_reason_cut_to_one_line_says_it_was_cut():
     """A reason longer than a table cell can hold ends in '...', never mid-word as if it were whole."""
-    from analysis.bench.readings import MAX_REASON_CHARS
+    from analysis.bench.probes import MAX_REASON_CHARS
 
     long = "missing metric: " + "tried json (expects e.g. GPUBENCH_METRICS ...); " * 20
     status, reason = judge({"status": "failed", "error": long + "\n--- last lines of its output ---\nx"})

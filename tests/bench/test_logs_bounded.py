@@ -3,7 +3,7 @@ size prints that much and says it was cut (it once printed 300 MB from 1.2 GB of
 
 from __future__ import annotations
 
-from analysis.bench.live import MAX_LOG_TAIL_BYTES
+from analysis.bench.record import MAX_LOG_TAIL_BYTES
 from analysis.cli import main
 from payload import exitcodes
 

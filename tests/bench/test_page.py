@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 import matplotlib.pyplot as plt
 import pytest
 
+from analysis.bench.answer import answer
 from analysis.bench.page import DPI, place_numbers, spans_decades, write_page
-from analysis.bench.rank import answer
 
 BASIS = {
     "overhead_seconds": "measured",

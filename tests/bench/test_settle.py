@@ -13,10 +13,10 @@ from analysis.bench import judge
 from analysis.bench.answer import answer_doc
 from analysis.bench.candidates import cloud_candidates
 from analysis.bench.plan import make_plan
-from analysis.bench.readings import ProbeReport
+from analysis.bench.probes import ProbeReport
 from analysis.bench.record import BenchRecord
 from analysis.bench.settle import NOT_PREDICTED, Model, first_probes, in_doubt, settle, summary
-from analysis.predict.model import figures, machine_factor
+from analysis.predict.calibration import figures, machine_factor
 from analysis.predict.predict import PREDICTED
 
 SIX = "T4,L4,A10G,L40S,H100,T4:4"  # six AWS candidates; the catalog has no bandwidth for A10G

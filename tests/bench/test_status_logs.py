@@ -9,8 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from analysis.bench.live import follow_log, latest_log, new_lines, probe_status, status_table
-from analysis.bench.record import BenchRecord, bench_root
+from analysis.bench.record import BenchRecord, bench_root, follow_log, latest_log, new_lines, probe_status, status_table
 from analysis.cli import main
 from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
@@ -159,7 +158,7 @@ def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
     from bench_fakes import write_task
 
     import analysis.bench.run as launch
-    from analysis.bench.readings import ProbeReport, judge, newest_result
+    from analysis.bench.probes import ProbeReport, judge, newest_result
     from analysis.bench.run import bench
 
     results = tmp_path / "results"
@@ -182,7 +181,7 @@ def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
             url, result = newest_result(store, candidate.name, start - timedelta(seconds=1))
             return ProbeReport(candidate, candidate.name, *judge(result), result, 0.0, run_url=url)
 
-    monkeypatch.setitem(launch.RUNNERS, "local", lambda record, settings, backend: FakeLocal())
+    monkeypatch.setattr(launch, "LocalProbe", lambda **kw: FakeLocal())
     task = write_task(tmp_path / "t")
     for _ in range(2):
         bench(task, local=True, yes=True, results=str(results), work_dir=tmp_path, progress=io.StringIO())

@@ -192,13 +192,13 @@ def sealed(monkeypatch, tmp_path):
     monkeypatch.setattr(socket.socket, "connect_ex", _no_network)
     monkeypatch.setattr(socket, "create_connection", _no_network)
     monkeypatch.setattr(socket, "getaddrinfo", _no_network)
-    import analysis.bench.live
+    import analysis.bench.record
     import analysis.demo
     import payload.cli
 
     monkeypatch.setattr(payload.cli, "run_suite", lambda cfg: exitcodes.OK)
     monkeypatch.setattr(analysis.demo, "run_demo", lambda **kw: exitcodes.OK)
-    monkeypatch.setattr(analysis.bench.live, "FIRST_LOG_WAIT_SECONDS", 0.0)  # `logs --follow` of no run ends
+    monkeypatch.setattr(analysis.bench.record, "FIRST_LOG_WAIT_SECONDS", 0.0)  # `logs --follow` of no run ends
 
 
 def _tables(folder: Path) -> dict[str, bytes]:

@@ -103,7 +103,7 @@ def probed_studies(tmp, gpus: int) -> list[dict]:
     and warm-up as the payload records them) and extrapolated by bench's code as the demo does."""
     from analysis import demo
     from analysis.bench.candidates import local_candidate
-    from analysis.bench.readings import ProbeReport
+    from analysis.bench.probes import ProbeReport
     from analysis.reference.studies import study_jobs
 
     def fake(job, price, probes_dir, logs, limit, stream):

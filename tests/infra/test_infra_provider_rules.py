@@ -82,7 +82,7 @@ def _bench_generated(offering_stack: str):
     from pathlib import Path
 
     from analysis.bench.candidates import Candidate
-    from analysis.bench.cloud import probe_stack_name, stack_config
+    from analysis.bench.runners import probe_stack_name, stack_config
 
     catalog = load_catalog()
     config = stackfiles.load_config(offering_stack)

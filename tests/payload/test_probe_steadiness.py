@@ -137,7 +137,7 @@ def test_a_second_pause_beyond_the_limit_is_not_waited_for():
 
 
 def test_the_record_and_the_answer_say_why_a_probe_never_held_steady():
-    from analysis.bench.readings import judge
+    from analysis.bench.probes import judge
 
     mon, _ = run(30, lambda t: 100.0 if int(t // 8) % 2 else 10.0)  # 8 s slow, 8 s fast, ...
     record = mon.to_dict(None)

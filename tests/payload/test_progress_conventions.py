@@ -341,7 +341,7 @@ def test_readings_arriving_in_one_millisecond_make_one_point():
 
 
 def test_a_failed_probe_names_its_reason_apart_from_the_last_lines_shown_once():
-    from analysis.bench.readings import judge, verdict_lines
+    from analysis.bench.probes import judge, verdict_lines
     from payload.workloads.process import TAIL_MARK
 
     result = {"status": "failed", "error": "missing metric: nothing read" + TAIL_MARK + "a\n\x1b]52;c;eA==\x07b"}

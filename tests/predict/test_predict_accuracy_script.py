@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis.predict import calibration as cal
-from analysis.predict.model import log_ratios, ratio
+from analysis.predict.calibration import log_ratios, ratio
 from analysis.predict.predict import gpu_specs
 from infra.catalog import load_catalog
 

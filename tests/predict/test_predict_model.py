@@ -9,7 +9,7 @@ import re
 import pytest
 
 from analysis.predict import calibration as cal
-from analysis.predict.model import NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
+from analysis.predict.calibration import NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
 from analysis.predict.predict import Fit, Measured, gpu_specs, predict_rate
 from infra.catalog import load_catalog
 
