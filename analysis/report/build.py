@@ -131,7 +131,8 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     summary = tables["summary"]
     out = io.StringIO()
     counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
-    said = answer.lines(tables["recommendations"], opts, counts)
+    said = [answer.sentence(r, counts.get((r["benchmark"], r["workload"]))) for r in tables["recommendations"]]
+    said.append(answer.basis_line(opts))
     versus = [" ".join(answer.versus_lines(v)) for v in tables["versus"]]  # this machine beside the studies' GPUs
     # this machine alone: its comparison with the studies is the answer, so it comes first
     blocks = [versus, said] if summary["offering_id"].nunique() == 1 else [said, versus]

@@ -6,7 +6,7 @@ line."""
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,10 +49,7 @@ class Table(NamedTuple):
 
 def breakable(ident: str) -> Markup:
     """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word; escaped."""
-    out = str(escape(ident))
-    for ch in "/+-":
-        out = out.replace(ch, ch + "<wbr>")
-    return Markup(out)
+    return Markup(re.sub(r"([/+-])", r"\1<wbr>", str(escape(ident))))
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
@@ -66,16 +63,14 @@ def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
 
 def _cell(value, fmt) -> Cell:
     """A value as a table cell: formatted numbers right-aligned, booleans as "yes"."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return Cell(None)
-    if isinstance(value, str) and value.strip() in ("None", "nan", "NaN", "<NA>"):  # a missing value as text
+    if value is None or str(value).strip() in ("None", "nan", "NaN", "<NA>"):  # missing, or missing as text
         return Cell(None)
     if fmt is not None:
         try:
             return Cell(fmt.format(value), True)
         except (ValueError, TypeError):
             pass
-    if isinstance(value, (bool,)) or str(value) in ("True", "False"):
+    if str(value) in ("True", "False"):
         return Cell("yes" if str(value) == "True" else "")
     return Cell(str(value))
 
