@@ -21,7 +21,7 @@ from analysis.metrics import Options
 from analysis.output import USD
 from analysis.report import answer, plots, reference
 from analysis.report.plots import Chart
-from analysis.report.query import NOT_COMPLETED_SQL, RunFacts
+from analysis.report.query import FACT_KEYS, NOT_COMPLETED_SQL, RUN_FACTS, RunFacts
 
 _ENVIRONMENT = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -421,7 +421,10 @@ def probe_line(count: int) -> str:
 def presented(facts: RunFacts, tables: dict, probes: tuple[dict, ...] = ()) -> dict:
     """The metrics tables as the page and the terminal show them: each summary row with its price origin and
     data kind, and this machine beside the studies (`versus`; `probes`: reference.read_study_probes)."""
-    summary = reference.join_run_facts(tables["summary"], facts.row_facts)
+    summary, per_row = tables["summary"], facts.row_facts
+    lacking = [c for c in RUN_FACTS if c not in summary.columns]  # the query.RunsQuery.row_facts columns
+    if not summary.empty and not per_row.empty and lacking:
+        summary = summary.merge(per_row[FACT_KEYS + lacking], on=FACT_KEYS, how="left")
     return {
         **tables,
         "summary": summary,
