@@ -163,18 +163,12 @@ def offering_ids(prefix: str = "", **_) -> list[str]:
 
 
 def every_action(parser: argparse.ArgumentParser):
-    """Every argument of the parser and of its subcommands, once."""
-    seen: set[int] = set()
-    stack = [parser]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        for action in current._actions:
-            yield action
-            if isinstance(action, argparse._SubParsersAction):
-                stack.extend(action.choices.values())
+    """Every argument of the parser and of its subcommands (a tree: no command has an alias)."""
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from every_action(sub)
 
 
 def attach_completers(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ from analysis.bench.answer import candidate_row
 from analysis.bench.candidates import local_candidate
 from analysis.bench.probes import Probes
 from analysis.bench.record import new_bench_id
-from analysis.bench.runners import LocalProbe
+from analysis.bench.runners import Lines, LocalProbe
 from analysis.campaign.finish import write_report
 from analysis.collect.run import collect_results
 from analysis.price.billed import CostError
@@ -235,22 +235,6 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
     return report, time.monotonic() - t0
 
 
-class _Indented:
-    """A stream that echoes each whole line indented, so a probe's lines sit under its step as the payload's do."""
-
-    def __init__(self, echo: Callable[[str], None]):
-        self.echo, self.pending = echo, ""
-
-    def write(self, text: str) -> int:
-        *lines, self.pending = (self.pending + text).split("\n")
-        for line in lines:
-            self.echo("      " + line if line.strip() else line)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
 def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
     """The study probes beside the results table; one probed before and not now keeps its record (`--only`)."""
     path = table_dir / STUDY_PROBES
@@ -281,6 +265,10 @@ def _probe_studies(jobs, done: int, begin, echo, *, limit: float, **where) -> li
     """Each study's own configuration probed here, numbered after the `done` steps; the GPUs NVML sees decide
     which precisions can run."""
     gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0
+
+    def indent(line: str) -> None:  # a probe's lines under its step, as the payload's are
+        echo("      " + line if line.strip() else line)
+
     found = []
     for i, job in enumerate(jobs, done + 1):
         begin(
@@ -289,7 +277,7 @@ def _probe_studies(jobs, done: int, begin, echo, *, limit: float, **where) -> li
             f"{job.study}'s own configuration (batch {job.batch}, {job.precision}), "
             f"probed for at most {limit:.0f} s and extrapolated to the study's whole job",
         )
-        found.append(probe_study(job, gpus=gpus, limit=limit, stream=_Indented(echo), **where))
+        found.append(probe_study(job, gpus=gpus, limit=limit, stream=Lines(indent), **where))
         echo("      " + _said(found[-1]))
     return found
 

@@ -1,23 +1,46 @@
 """What `gpubench up` would launch for a stack and the most it can cost, from the catalog and the stack
-files only (no Pulumi, no cloud call): `plan` prints it, `up` shows it before asking."""
+files only (no Pulumi, no cloud call): `plan` prints it, `up` shows it before asking; its estimate from the
+stack's runs in the results table (`measured_runs_of`: plan and preview)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from analysis.price.billed import cost_of
-from analysis.price.estimate import measured_runs_of
 from infra import cloud_init
 from infra.catalog import load_catalog
-from infra.catalog.estimate import estimate_costs
+from infra.catalog.estimate import MeasuredRuns, estimate_costs
 from infra.config import BenchmarkConfig, parse_config
 from infra.conventions import table_location
 from infra.launch import payload_env, resolve
 from infra.stacks import load_config
 from payload.timestamps import iso, utcnow
+
+
+def measured_runs_of(where: Path | str, stacks: Sequence[str] | None = None) -> MeasuredRuns:
+    """The billed time of the completed runs of `stacks` (None: every stack) in the results table at
+    `where` (a directory or bucket prefix collect wrote, or its results.parquet itself); only those
+    are read, never the whole table. No table, or no analysis extra: none, and the note says why."""
+    text = str(where)
+    table = str(Path(text).parent) if text.endswith(".parquet") else text
+    try:  # heavy: pyarrow and deltalake, the analysis extra; `gpubench plan` runs without it
+        from analysis.report.query import NoResultsTable, billed_seconds, results_dataset
+    except ImportError:  # the analysis extra (pyarrow, deltalake) is not installed
+        return MeasuredRuns(
+            {}, None, f"{where} was not read: install the analysis extra (pip install 'gpubench[analysis]')"
+        )
+    try:
+        dataset = results_dataset(table)
+    except NoResultsTable:
+        return MeasuredRuns({}, None, f"no results table at {where} (run `gpubench collect`, or pass --table DIR)")
+    export = Path(table) / "results.parquet"  # the source names the file when that is what was read
+    return MeasuredRuns(
+        billed_seconds(dataset, stacks), str(export) if "://" not in table and export.is_file() else table, None
+    )
 
 
 def plan_stack(name: str, catalog, measured=None) -> dict:

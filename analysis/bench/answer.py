@@ -153,7 +153,7 @@ def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float 
     """The picks, frontier, ranking and sentence for one bench run's candidate rows."""
     labels = _labels(rows)
     timed = [r for r in rows if finite(r.get("est_hours")) is not None]
-    priced = sorted(filter(_priced, timed), key=_by_cost)
+    priced = sorted(filter(_priced, timed), key=lambda r: (_cents(r), _seconds(r), *_names(r)))
     unpriced = sorted((r for r in timed if not _priced(r)), key=_by_time)
     picks = {"cheapest": priced[0] if priced else None, "fastest": min(timed, key=_by_time, default=None)}
     if deadline_hours is not None:
@@ -228,10 +228,6 @@ def _seconds(r: dict) -> int:
 
 def _names(r: dict) -> tuple[str, str]:
     return (str(r["offering"]), str(r.get("name") or ""))
-
-
-def _by_cost(r: dict) -> tuple:
-    return (_cents(r), _seconds(r), *_names(r))
 
 
 def _by_time(r: dict) -> tuple:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -310,10 +311,10 @@ class LocalProbe:
 STOP_GRACE_SECONDS = payload_grace(DEFAULT_STOP_GRACE_SECONDS)
 
 
-class _Lines:
-    """A text stream that hands each complete line to the bench's printer, prefixed with the host."""
+class Lines:
+    """A text stream that hands each complete line to `say` (the bench's printer; the demo's indented echo)."""
 
-    def __init__(self, say):
+    def __init__(self, say: Callable[[str], None]):
         self.say, self.buf = say, ""
 
     def write(self, text: str) -> int:
@@ -343,7 +344,7 @@ class SshProbe:
         say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
         options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
         # once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it
-        run = {"progress": _Lines(say), "poll": self.poll, "stop_timeout": STOP_GRACE_SECONDS, "stop": probes.stop}
+        run = {"progress": Lines(say), "poll": self.poll, "stop_timeout": STOP_GRACE_SECONDS, "stop": probes.stop}
         status, report = run_ssh_stack(cfg, extra_options=options, **run)
         seconds = time.monotonic() - t0
         if probes.stop.is_set():

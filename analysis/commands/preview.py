@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from analysis.commands import add_command
 from analysis.commands.plan import chosen_stacks
-from analysis.price.estimate import measured_runs_of
+from analysis.planning import measured_runs_of
 from infra.catalog import load_catalog
 from infra.conventions import GLOB_CHARS, UsageError, add_stack_arguments, add_table_argument, stacks_of, table_location
 from payload import exitcodes

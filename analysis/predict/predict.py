@@ -25,19 +25,7 @@ ROW_FIELDS = (
     "samples_per_second_high est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high "
     "hourly_usd price_source price_date notes"
 ).split()
-
-
-CANDIDATE_FIELDS = (
-    "offering",
-    "name",
-    "kind",
-    "market",
-    "gpu",
-    "gpu_count",
-    "hourly_usd",
-    "price_source",
-    "price_date",
-)
+CANDIDATE_FIELDS = "offering name kind market gpu gpu_count hourly_usd price_source price_date".split()
 
 
 class PredictError(ValueError):

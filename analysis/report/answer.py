@@ -234,12 +234,6 @@ def ranking(rows, cost_column: str) -> str:
     return "Ranked by cost: " + "; ".join(named) + (f"; and {more} more in the table below." if more > 0 else ".")
 
 
-def lines(recs: list[dict], opts, counts: dict | None = None) -> list[str]:
-    """The terminal summary's first lines. `counts`: (benchmark, workload) -> rows of that configuration."""
-    counts = counts or {}
-    return [sentence(r, counts.get((r["benchmark"], r["workload"]))) for r in recs] + [basis_line(opts)]
-
-
 def long_duration(hours) -> str:
     """duration(), and days or years past three days ("850 days", "2.3 years"): for extrapolations."""
     if missing(hours) or hours < 72:

@@ -80,14 +80,6 @@ def _records(frame) -> list[dict[str, Any]]:
     return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
-def check_options(deadline_hours: float | None, budget_usd: float | None) -> str | None:
-    """The usage error of a deadline or budget that is not a positive number, or None."""
-    for name, value in (("deadline_hours", deadline_hours), ("budget_usd", budget_usd)):
-        if value is not None and not value > 0:
-            return f"--{name.replace('_', '-')} must be a positive number, got {value}"
-    return None
-
-
 def short(text: str, width: int = 70) -> str:
     """Terminal cells stay readable; the HTML report has the full source."""
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -131,7 +123,8 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     summary = tables["summary"]
     out = io.StringIO()
     counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
-    said = answer.lines(tables["recommendations"], opts, counts)
+    said = [answer.sentence(r, counts.get((r["benchmark"], r["workload"]))) for r in tables["recommendations"]]
+    said.append(answer.basis_line(opts))
     versus = [" ".join(answer.versus_lines(v)) for v in tables["versus"]]  # this machine beside the studies' GPUs
     # this machine alone: its comparison with the studies is the answer, so it comes first
     blocks = [versus, said] if summary["offering_id"].nunique() == 1 else [said, versus]
@@ -212,9 +205,9 @@ def write_report(
 ) -> ReportOutcome:
     """Write out_dir/index.html (and summary.csv) from the results table at `table` (default: out_dir). ValueError:
     a bad deadline, budget or price-age limit; CatalogError: unknown `base`; FileNotFoundError: no table."""
-    problem = check_options(deadline_hours, budget_usd)
-    if problem:
-        raise ValueError(problem)
+    for name, value in (("deadline_hours", deadline_hours), ("budget_usd", budget_usd)):
+        if value is not None and not value > 0:  # NaN too; a usage error (exit 2) through payload.entrypoint
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
     if base is not None:
         load_catalog().get(base)  # an unknown id names the closest ones
     dataset_dir = out_dir if table is None else table

@@ -6,7 +6,7 @@ line."""
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,7 +21,7 @@ from analysis.metrics import Options
 from analysis.output import USD
 from analysis.report import answer, plots, reference
 from analysis.report.plots import Chart
-from analysis.report.query import NOT_COMPLETED_SQL, RunFacts
+from analysis.report.query import FACT_KEYS, NOT_COMPLETED_SQL, RUN_FACTS, RunFacts
 
 _ENVIRONMENT = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -49,10 +49,7 @@ class Table(NamedTuple):
 
 def breakable(ident: str) -> Markup:
     """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word; escaped."""
-    out = str(escape(ident))
-    for ch in "/+-":
-        out = out.replace(ch, ch + "<wbr>")
-    return Markup(out)
+    return Markup(re.sub(r"([/+-])", r"\1<wbr>", str(escape(ident))))
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
@@ -66,16 +63,14 @@ def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
 
 def _cell(value, fmt) -> Cell:
     """A value as a table cell: formatted numbers right-aligned, booleans as "yes"."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return Cell(None)
-    if isinstance(value, str) and value.strip() in ("None", "nan", "NaN", "<NA>"):  # a missing value as text
+    if value is None or str(value).strip() in ("None", "nan", "NaN", "<NA>"):  # missing, or missing as text
         return Cell(None)
     if fmt is not None:
         try:
             return Cell(fmt.format(value), True)
         except (ValueError, TypeError):
             pass
-    if isinstance(value, (bool,)) or str(value) in ("True", "False"):
+    if str(value) in ("True", "False"):
         return Cell("yes" if str(value) == "True" else "")
     return Cell(str(value))
 
@@ -426,7 +421,10 @@ def probe_line(count: int) -> str:
 def presented(facts: RunFacts, tables: dict, probes: tuple[dict, ...] = ()) -> dict:
     """The metrics tables as the page and the terminal show them: each summary row with its price origin and
     data kind, and this machine beside the studies (`versus`; `probes`: reference.read_study_probes)."""
-    summary = reference.join_run_facts(tables["summary"], facts.row_facts)
+    summary, per_row = tables["summary"], facts.row_facts
+    lacking = [c for c in RUN_FACTS if c not in summary.columns]  # the query.RunsQuery.row_facts columns
+    if not summary.empty and not per_row.empty and lacking:
+        summary = summary.merge(per_row[FACT_KEYS + lacking], on=FACT_KEYS, how="left")
     return {
         **tables,
         "summary": summary,

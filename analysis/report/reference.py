@@ -15,7 +15,6 @@ from analysis.reference import studies
 from analysis.reference.studies import Figure, reference_figures, work_differences
 from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
-from analysis.report.query import FACT_KEYS, RUN_FACTS
 from payload.terminal import terminal_text
 
 ASSUMED_PRICE_KINDS = ("local",)  # offerings priced from a rate the user (or the demo default) chose
@@ -402,14 +401,6 @@ ORIGIN_WORDS = {
 def price_source_words(r: dict) -> str | None:
     """Where a row's price came from: its recorded source, else what its origin says, else None."""
     return present(r.get("price_source")) or ORIGIN_WORDS.get(present(r.get("recorded_price_origin")) or "")
-
-
-def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:
-    """The summary with the query.RunsQuery.row_facts columns it lacks."""
-    facts = [c for c in RUN_FACTS if c not in summary.columns]
-    if summary.empty or per_row.empty or not facts:
-        return summary
-    return summary.merge(per_row[FACT_KEYS + facts], on=FACT_KEYS, how="left")
 
 
 def prices_used(summary: pd.DataFrame) -> dict[str, Price]:

@@ -9,7 +9,7 @@ import pytest
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.collect.run import collect_results, finished_stacks, teardown_finished
-from analysis.report.build import check_options, write_report
+from analysis.report.build import write_report
 from infra.catalog import CatalogError
 from payload.storage import open_store
 
@@ -121,8 +121,8 @@ def test_write_report_errors_name_the_problem(tmp_path, collected):
         write_report(out, base="aws/p3.2xlarg")
     with pytest.raises(FileNotFoundError):
         write_report(tmp_path / "nothing")
-    assert check_options(-1.0, None) == "--deadline-hours must be a positive number, got -1.0"
-    assert check_options(None, None) is None
+    with pytest.raises(ValueError, match="--deadline-hours must be a positive number, got -1.0"):
+        write_report(out, deadline_hours=-1.0)
 
 
 def test_write_report_of_only_failed_runs_says_so(tmp_path):

@@ -180,7 +180,7 @@ def test_a_table_collected_without_exports_is_queried_as_the_results_dataset(tmp
     """No results.parquet beside the Delta table (a bucket's, or --no-export): the
     report and the plan's billed time query the dataset and find the same figures."""
     from analysis.metrics import GROUP
-    from analysis.price.estimate import measured_runs_of
+    from analysis.planning import measured_runs_of
 
     results = demo_like_results()
     exported = _collect(tmp_path / "exported", results)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from servers import require_module
 
-from analysis.price import estimate
+from analysis import planning as estimate
 from infra.catalog.estimate import MeasuredRuns
 from infra.catalog.estimate import estimate_costs as infra_estimate_costs
 

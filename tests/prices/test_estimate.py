@@ -7,7 +7,7 @@ import math
 import pytest
 from servers import require_module
 
-from analysis.price.estimate import measured_runs_of
+from analysis.planning import measured_runs_of
 
 
 def test_completed_runs_billed_hours_become_seconds_per_stack_and_benchmark(tmp_path):
