@@ -1,8 +1,7 @@
-"""Run options: one table (`OPTIONS`) names them, one pydantic model (`RunConfig`) types and checks them.
+"""Run options: one table (`OPTIONS`) names them; `resolve` checks each with its row's parser into a `RunConfig`.
 
-A row is a CLI flag, its GPUBENCH_* variable (cloud-init hands the container an env file), the text parser
-(whose return type is the field's), the help and the default. Python 3.8 (the legacy payload image):
-pydantic evaluates the annotations, hence typing's List/Dict/Optional in them.
+A row is a CLI flag, its GPUBENCH_* variable (cloud-init hands the container an env file), the text parser,
+the help and the default.
 """
 
 from __future__ import annotations
@@ -11,13 +10,9 @@ import argparse
 import math
 import os
 import re
-import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional  # noqa: UP035 - pydantic evaluates these on Python 3.8
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
-from typing_extensions import Annotated  # noqa: UP035 - typing.Annotated is Python 3.9+
+from dataclasses import dataclass, make_dataclass
+from typing import Any
 
 from payload.benchmarks import REGISTRY, UnknownBenchmark, get
 from payload.layout import BadKeyPart, check_name
@@ -64,7 +59,6 @@ def _number(cast: Callable[[str], Any], ok: Callable[[Any], bool], rule: str, me
             raise ValueError(f"must be {rule}")
         return value
 
-    parse.__annotations__["return"] = cast.__name__
     return parse
 
 
@@ -101,7 +95,7 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 
 
 @_parser("NAME[,NAME...]")
-def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
+def _benchmarks(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError(f"no benchmark given; known: {', '.join(REGISTRY)}")
@@ -132,7 +126,7 @@ def _date(text: str) -> str:
 
 
 @_parser("KEY=VALUE")
-def _params(text: Any) -> Dict[str, str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
+def _params(text: Any) -> dict[str, str]:
     """k=v,k=v; a list of those when --param is given several times: one mapping."""
     out = {}
     for part in filter(None, (p.strip() for p in ",".join(text if isinstance(text, list) else [text]).split(","))):
@@ -349,7 +343,7 @@ class DataSource:
     """Parsed --data: mode is synthetic | download | dir."""
 
     mode: str
-    path: Optional[str] = None  # noqa: UP045 - pydantic evaluates it on Python 3.8
+    path: str | None = None
 
     def __str__(self) -> str:
         return self.path if self.mode == "dir" else self.mode
@@ -363,31 +357,10 @@ class DataSource:
         return cls("dir", os.path.abspath(text))
 
 
-class _RunOptions(BaseModel):
-    """Cross-option rules of a run; the fields come from OPTIONS (see RunConfig)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    @model_validator(mode="after")
-    def _epochs_or_steps(self) -> _RunOptions:
-        if self.epochs is not None and self.steps is not None:
-            raise ConfigError("--epochs and --steps are mutually exclusive (GPUBENCH_EPOCHS / GPUBENCH_STEPS)")
-        return self
-
-
-def _field(opt: Option) -> tuple[Any, Any]:
-    """(annotation, FieldInfo) of one option."""
-    kind = typing.get_type_hints(opt.parse).get("return", Any)
-    check = BeforeValidator(lambda raw, p=opt.parse: raw if raw is None else p(raw))
-    annotation = Annotated[Optional[kind], check]  # noqa: UP045 - `X | None` needs Python 3.10
-    if opt.default is None and getattr(kind, "__origin__", None) in (list, dict):
-        return annotation, Field(default_factory=kind.__origin__, description=opt.help)
-    default = opt.parse(opt.default) if isinstance(opt.default, str) else opt.default
-    return annotation, Field(default, description=opt.help)
-
-
-RunConfig = create_model("RunConfig", __base__=_RunOptions, **{opt.name: _field(opt) for opt in OPTIONS})
-RunConfig.__doc__ = "The run options of `python -m payload run`, typed and checked (one field per OPTIONS row)."
+RunConfig = make_dataclass("RunConfig", [(opt.name, Any) for opt in OPTIONS])
+RunConfig.__doc__ = "The run options of `python -m payload run`, each checked by its OPTIONS row's parser."
+# The value of an option given nowhere whose row has no default (the suite and --param: empty, not None).
+EMPTY = {"benchmark": list, "param": dict}
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -433,15 +406,20 @@ def resolve(args: argparse.Namespace | Mapping[str, Any], environ: Mapping[str, 
     environ = os.environ if environ is None else environ
     values = given_values(vars(args) if isinstance(args, argparse.Namespace) else args, environ)
     _check_presence(values)
-    try:
-        return RunConfig.model_validate({name: raw for name, (raw, _) in values.items()})
-    except ValidationError as exc:
-        error = exc.errors()[0]  # worded as ever: `<flag or variable>=<value>: <rule>`
-        cause = error.get("ctx", {}).get("error")
-        if isinstance(cause, ConfigError):
-            raise cause from None
-        raw, where = values.get(error["loc"][0] if error["loc"] else "", (error.get("input"), ""))
-        raise ConfigError(f"{where}={raw!r}: {cause if cause is not None else error['msg']}") from None
+    out = {}
+    for opt in OPTIONS:
+        if opt.name not in values:  # the default: a text one parsed, the suite and --param empty
+            default = EMPTY[opt.name]() if opt.name in EMPTY else opt.default
+            out[opt.name] = opt.parse(default) if isinstance(default, str) else default
+            continue
+        raw, where = values[opt.name]
+        try:
+            out[opt.name] = opt.parse(raw)
+        except ValueError as exc:  # worded as ever: `<flag or variable>=<value>: <rule>`
+            raise ConfigError(f"{where}={raw!r}: {exc}") from None
+    if out["epochs"] is not None and out["steps"] is not None:
+        raise ConfigError("--epochs and --steps are mutually exclusive (GPUBENCH_EPOCHS / GPUBENCH_STEPS)")
+    return RunConfig(**out)
 
 
 # --- rendering: launchers (cloud-init env file, SSH runner) write options from this table ---

@@ -256,18 +256,12 @@ def stop(conn, sftp, r: RemoteRun, plan_stop: str | None, grace: float = 60.0, p
     if r.state is None:
         run(conn, f"kill -KILL -{r.pid} 2>/dev/null", check=False)
         note = f"did not stop within {grace:g}s of SIGTERM; killed by python -m infra ssh"
-        _write_state(sftp, r, "killed", 137, note)
+        write_state(sftp, r, "killed", 137, note)
         r = load_run(conn, sftp, r.layout)
     return r
 
 
-def mark_lost(sftp, r: RemoteRun) -> RemoteRun:
-    """The wrapper vanished without a state file (reboot, OOM killer): record that, so the run can be closed."""
-    _write_state(sftp, r, "lost", 1, "the wrapper process is gone and left no state (host rebooted or process killed)")
-    return r
-
-
-def _write_state(sftp, r: RemoteRun, status: str, exit_code: int, note: str) -> None:
+def write_state(sftp, r: RemoteRun, status: str, exit_code: int, note: str) -> None:
     """The state file the wrapper would have written, for a run that ended without writing one."""
     r.state = {
         "status": status,

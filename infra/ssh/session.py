@@ -152,8 +152,9 @@ class Session:
         return r
 
     def collect(self, r: remote.RemoteRun) -> remote.RemoteRun:
-        if r.state is None and not r.alive:
-            r = remote.mark_lost(self.sftp, r)
+        if r.state is None and not r.alive:  # the wrapper vanished without a state file (reboot, OOM killer)
+            why = "the wrapper process is gone and left no state (host rebooted or process killed)"
+            remote.write_state(self.sftp, r, "lost", 1, why)
         store = open_store(self.cfg.results)
         up = fetch_and_upload(self.sftp, r.layout, store)
         fetched_at = _dt.datetime.now(_dt.timezone.utc).isoformat()
