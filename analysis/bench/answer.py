@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from analysis.bench.extrapolate import estimate_on, probe_periodic
+from analysis.bench.plan import check_options
 from analysis.bench.probes import ESTIMATED, ProbeReport
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
@@ -150,7 +151,10 @@ PICK_FIELDS = (
 
 
 def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float | None) -> dict:
-    """The picks, frontier, ranking and sentence for one bench run's candidate rows."""
+    """The picks, frontier, ranking and sentence for one bench run's candidate rows; ValueError for a limit
+    that is no number of hours or dollars above zero (bench() checks its options first, a caller of this may not)."""
+    if problems := check_options(deadline_hours=deadline_hours, budget_usd=budget_usd):
+        raise ValueError("; ".join(problems) + " (leave it out for no limit)")
     labels = _labels(rows)
     timed = [r for r in rows if finite(r.get("est_hours")) is not None]
     priced = sorted(filter(_priced, timed), key=lambda r: (_cents(r), _seconds(r), *_names(r)))
@@ -209,6 +213,9 @@ def _bound(row: dict, key: str) -> float:
 
 def _labels(rows: list[dict]) -> dict[int, str]:
     """Each row as people read it: the offering, '(spot)', the stack name when two would read the same."""
+    for i, r in enumerate(rows):
+        if not r.get("offering"):
+            raise ValueError(f"candidate {i} has no 'offering' (got keys {sorted(r)}); every row names its offering")
     plain = [str(r["offering"]) + (" (spot)" if r.get("market") == "spot" else "") for r in rows]
     return {id(r): text + (f" [{r.get('name')}]" if plain.count(text) > 1 else "") for r, text in zip(rows, plain)}
 

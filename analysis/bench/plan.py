@@ -73,7 +73,13 @@ def make_plan(
     probe_minutes: float,
     boot_allowance_seconds: float = DEFAULT_BOOT_ALLOWANCE_SECONDS,
 ) -> ProbePlan:
-    """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price."""
+    """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price; ValueError
+    for a limit or allowance no probe can have (bench() checks its options first, a caller of this may not)."""
+    problems = check_options(probe_minutes=probe_minutes)
+    if not (isinstance(boot_allowance_seconds, (int, float)) and boot_allowance_seconds >= 0):
+        problems.append(f"boot allowance {boot_allowance_seconds}: must be zero or more seconds")
+    if problems:
+        raise ValueError("; ".join(problems))
     names = [c.name for c in candidates]
     doubles = sorted({n for n in names if names.count(n) > 1})
     if doubles:
@@ -84,7 +90,10 @@ def make_plan(
 
 
 def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
-    """Refuse to start when the probes alone could cost more than the budget (checked first: check_options)."""
+    """Refuse to start when the probes alone could cost more than the budget; ValueError for a budget that is no
+    number of dollars above zero."""
+    if problems := check_options(budget_usd=budget_usd):
+        raise ValueError(problems[0])
     if budget_usd is None or plan.total_bound_usd <= budget_usd:
         return
     dearest = max(plan.bounds, key=plan.bounds.__getitem__)

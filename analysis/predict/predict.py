@@ -245,8 +245,13 @@ def predict(
     catalog = catalog or load_catalog()
     specs = gpu_specs(catalog)
     calib = cal.shipped(tuple(sorted(specs.items())))
-    if family not in (families := (cal.ANY_FAMILY, *calib.families)):  # --precision is argparse's `choices`
-        raise PredictError(f"--family {family!r} is not one of {', '.join(families)}")
+    # the command's argparse `choices` refuse these too; a caller of this function is told the same way
+    for flag, value, allowed in (
+        ("precision", precision, cal.PRECISIONS),
+        ("family", family, (cal.ANY_FAMILY, *calib.families)),
+    ):
+        if value not in allowed:
+            raise PredictError(f"--{flag} {value!r} is not one of {', '.join(allowed)}")
     if not (isinstance(overhead_seconds, (int, float)) and math.isfinite(overhead_seconds) and overhead_seconds >= 0):
         raise PredictError(f"--overhead-minutes {overhead_seconds / 60:g}: give zero or more minutes")
     measured = parse_measured(measured_items, catalog)

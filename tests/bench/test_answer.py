@@ -260,6 +260,28 @@ def test_unbounded_upper_interval():
     assert "about 5.00 h (4.50 h or more) for USD 3.00 (2.70 or more)" in a["sentence"]
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"deadline_hours": 0}, "--deadline 0: give hours > 0"),
+        ({"deadline_hours": -1}, "--deadline -1: give hours > 0"),
+        ({"deadline_hours": float("nan")}, "--deadline nan: give hours > 0"),
+        ({"budget_usd": -1}, "--budget -1: give US dollars > 0"),
+        ({"budget_usd": float("inf")}, "--budget inf: give US dollars > 0"),
+    ],
+)
+def test_bad_limits_are_refused_not_answered(kwargs, message):
+    """A library caller's limit is checked here too: never 'does not finish within -3,600 s'."""
+    limits = {"deadline_hours": None, "budget_usd": None} | kwargs
+    with pytest.raises(ValueError, match=message):
+        answer(ROWS, **limits)
+
+
+def test_row_without_offering():
+    with pytest.raises(ValueError, match="candidate 1 has no 'offering'"):
+        answer([SLOW, {"name": "x"}], deadline_hours=None, budget_usd=None)
+
+
 def test_a_cost_tie_to_the_cent_is_broken_by_time_not_by_a_fraction_of_a_cent():
     # 4.001 and 4.004 both read USD 4.00: the faster one wins, though a tenth of a cent dearer
     slower = row("aws/g4dn.xlarge", 10.0, 4.001)

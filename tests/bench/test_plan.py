@@ -120,6 +120,14 @@ def test_budget_check_names_the_bound_the_budget_and_the_fix():
 
 
 def test_bad_plans_are_refused():
+    with pytest.raises(ValueError, match="--probe-minutes 0"):
+        make_plan([candidate("c", PER_SECOND, 1.0)], probe_minutes=0)
+    with pytest.raises(ValueError, match="--probe-minutes nan"):
+        make_plan([candidate("c", PER_SECOND, 1.0)], probe_minutes=float("nan"))
+    with pytest.raises(ValueError, match="boot allowance -1"):
+        make_plan([candidate("c", PER_SECOND, 1.0)], probe_minutes=1, boot_allowance_seconds=-1)
+    with pytest.raises(ValueError, match=r"--budget -1: give US dollars > 0"):
+        check_budget(make_plan([candidate("c", PER_SECOND, 1.0)], probe_minutes=1), -1)
     with pytest.raises(ValueError, match="share the stack name c"):
         make_plan([candidate("c", PER_SECOND, 1.0), candidate("c", PER_HOUR, 1.0)], probe_minutes=1)
 

@@ -89,6 +89,18 @@ def test_imdsv2_requires_the_token_and_404_means_no_notice(metadata_server):
     assert http_get(gce.base + "/instance/preempted")[0] == 403  # header required
 
 
+def test_an_expired_imdsv2_token_is_fetched_anew_after_its_401(metadata_server, monkeypatch):
+    """The token is kept until IMDS refuses it: an expired one answers 401 (EC2 User Guide, "Use the Instance
+    Metadata Service to access instance metadata"), and the same GET is made once more with a new token."""
+    imds = AwsImds()
+    assert imds.get("instance-id") == metadata_server.instance_id
+    assert imds.get("instance-id") == metadata_server.instance_id  # the same token: one PUT so far
+    monkeypatch.setattr(metadata_server, "TOKEN", "a-later-token")  # the first one expired
+    assert imds.get("instance-id") == metadata_server.instance_id
+    puts = [path for method, path, _ in metadata_server.requests if method == "PUT"]
+    assert puts == ["/latest/api/token", "/latest/api/token"]
+
+
 def test_watcher_sees_aws_spot_notice(metadata_server):
     w = PreemptionWatcher(interval=0.02).start()
     try:

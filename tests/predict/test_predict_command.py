@@ -200,3 +200,10 @@ def test_the_sentence_says_when_a_pick_is_predicted(tmp_path, catalog):
     assert f"Predicted, not measured: the cheapest ({cheapest})" in doc["answer"]["sentence"]
     measured_only = predict(task(tmp_path, accelerators=("T4:1",)), ["T4=410"], catalog=catalog)
     assert "Predicted, not measured" not in measured_only["answer"]["sentence"]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"precision": "bf16"}, "--precision 'bf16' is not one of mixed")])
+def test_a_library_caller_gets_the_commands_refusal_not_a_key_error(tmp_path, catalog, kwargs, message):
+    """predict() is called by more than the command (whose argparse `choices` refuse a precision first)."""
+    with pytest.raises(PredictError, match=message):
+        predict(task(tmp_path), ["T4=410"], catalog=catalog, **kwargs)
