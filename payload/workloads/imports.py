@@ -16,9 +16,20 @@ from payload.gpu import FRAMEWORKS
 
 TIMEOUT_SECONDS = 20.0
 
-_PROBE = r"""
+# The distributions that provide a module, in the job's interpreter: packages_distributions() is
+# Python 3.10+; before it (the legacy image's 3.8), each distribution's top_level.txt names its modules.
+_DISTRIBUTIONS = r"""
+def _gpubench_dists(md, module):
+    if hasattr(md, "packages_distributions"):
+        return md.packages_distributions().get(module) or [module]
+    names = [d.metadata["Name"] for d in md.distributions() if module in (d.read_text("top_level.txt") or "").split()]
+    return names or [module]
+"""
+
+_PROBE = (
+    _DISTRIBUTIONS
+    + r"""
 import importlib.metadata as md, importlib.util as iu, json, os, re, sys
-dists = md.packages_distributions()
 out = {}
 
 
@@ -36,7 +47,7 @@ for key, mod in json.loads(sys.argv[1]).items():
         continue
     if spec is None:
         continue
-    out[key] = next(filter(None, map(version, dists.get(mod) or [mod])), None)
+    out[key] = next(filter(None, map(version, _gpubench_dists(md, mod))), None)
     if mod == "torch" and spec.origin:
         try:
             text = open(os.path.join(os.path.dirname(spec.origin), "version.py")).read()
@@ -46,6 +57,7 @@ for key, mod in json.loads(sys.argv[1]).items():
             pass
 print(json.dumps(out))
 """
+)
 
 
 def job_frameworks(env: dict, cwd: str | None = None) -> tuple[dict, str | None]:
@@ -76,8 +88,10 @@ def job_frameworks(env: dict, cwd: str | None = None) -> tuple[dict, str | None]
 FILE_ENV = "GPUBENCH_IMPORTS_FILE"
 
 # Runs at the start of every Python process of the job: standard library only, never raises.
-SITECUSTOMIZE = r'''
-"""gpubench: note which frameworks this job imports (payload.workloads.imports)."""
+SITECUSTOMIZE = (
+    '"""gpubench: note which frameworks this job imports (payload.workloads.imports)."""\n'
+    + _DISTRIBUTIONS
+    + r'''
 
 
 def _gpubench_watch():
@@ -101,7 +115,7 @@ def _gpubench_watch():
         try:
             import importlib.metadata as md
 
-            for dist in md.packages_distributions().get(module) or [module]:
+            for dist in _gpubench_dists(md, module):
                 try:
                     return md.version(dist)
                 except md.PackageNotFoundError:
@@ -143,6 +157,7 @@ except Exception:  # noqa: BLE001 - never stop the job over bookkeeping
     pass
 del _gpubench_watch
 '''
+)
 
 
 class ImportRecord(NamedTuple):

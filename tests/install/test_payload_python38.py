@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from legacy_python import require_python38
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
@@ -48,21 +48,8 @@ def run(argv: list[str], env: dict[str, str], timeout: float) -> str:
     return done.stdout
 
 
-def python38() -> str | None:
-    """A Python 3.8 that runs: on PATH, else pyenv's (whose shim answers 127 unless 3.8 is selected)."""
-    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    for candidate in [shutil.which("python3.8"), *sorted(map(str, pyenv.glob("versions/3.8*/bin/python3.8")))]:
-        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True, timeout=60).returncode == 0:
-            return candidate
-    return None
-
-
 def test_the_payload_installs_imports_and_runs_on_python_3_8(tmp_path):
-    interpreter = python38()
-    if interpreter is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no Python 3.8 (on PATH or in pyenv): the legacy image's Python cannot be tested")
-        pytest.skip("no Python 3.8 on PATH or in pyenv")
+    interpreter = require_python38()
     venv = tmp_path / "py38"
     subprocess.run([interpreter, "-m", "venv", str(venv)], check=True, timeout=120)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUBENCH_", "PYTHONPATH", "VIRTUAL_ENV"))}

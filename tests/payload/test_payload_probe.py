@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from legacy_python import require_python38
 from run_files import final_log_tail
 
 from payload import exitcodes
@@ -22,7 +23,7 @@ from payload.config import ConfigError, render_env, resolve
 from payload.schema import validate_result
 from payload.timestamps import parse_iso
 from payload.workloads import process
-from payload.workloads.imports import job_frameworks
+from payload.workloads.imports import ImportWatch, job_frameworks, read_imports
 from payload.workloads.metrics import MetricsReader, Progress
 from payload.workloads.probe import CHECK_EVERY_SECONDS, MAX_POINTS, MIN_READINGS, ProbeMonitor, overhead_seconds
 
@@ -361,6 +362,31 @@ def test_job_frameworks_come_from_the_jobs_interpreter(tmp_path):
     fake.write_text('#!/bin/sh\necho \'{"torch": "9.9"}\'\n')
     fake.chmod(0o755)
     assert job_frameworks({"PATH": str(empty)}) == ({"torch": "9.9"}, str(fake))
+
+
+def test_a_python_3_8_job_reports_its_frameworks_versions(tmp_path):
+    """The legacy image's 3.8 has no importlib.metadata.packages_distributions: the installed probe and the
+    import watch read each distribution's top_level.txt instead, for a module whose distribution has
+    another name."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(require_python38())
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    (site / "torch" / "nn.py").write_text("")
+    dist = site / "torch_for_tests-9.7.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch-for-tests\nVersion: 9.7\n")
+    (dist / "top_level.txt").write_text("torch\n")
+    env = {"PATH": str(bin_dir), "PYTHONPATH": str(site)}
+    found, python = job_frameworks(env)
+    assert python == str(bin_dir / "python3") and found.get("torch") == "9.7"
+    watch = ImportWatch()
+    watched = watch.environment(env)
+    subprocess.run([str(bin_dir / "python3"), "-c", "import torch.nn"], env=watched, check=True, timeout=60)
+    record = read_imports(watch.record)
+    assert record.pythons[0]["python_version"].startswith("3.8.") and record.frameworks == {"torch": "9.7"}
 
 
 def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_path):
