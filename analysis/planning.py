@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from analysis.options import table_location
 from analysis.price.billed import cost_of
 from analysis.price.estimate import measured_runs_of
 from infra import cloud_init
 from infra.catalog import load_catalog
 from infra.catalog.estimate import estimate_costs
 from infra.config import BenchmarkConfig, parse_config
-from infra.conventions import table_location
 from infra.launch import payload_env, resolve
 from infra.stacks import load_config
 from payload.timestamps import iso, utcnow
