@@ -14,7 +14,7 @@ from payload.exitcodes import UsageError
 
 # The results table (the dataset `collect` writes and report, plan, preview and demo read).
 TABLE_ENV = "GPUBENCH_TABLE"
-DEFAULT_TABLE = "table"
+DEFAULT_TABLE = "table"  # relative to the current directory, like every path a person gives
 RESULTS_ENV = "GPUBENCH_RESULTS"
 
 
