@@ -13,10 +13,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 from analysis.bench.signals import stop_signals_as_interrupt
 from analysis.commands import COMMANDS, check_results_locations, module_of
+from analysis.options import check_bounds
 from infra.catalog import load_catalog
-from infra.conventions import UsageError, check_bounds, known_stacks
+from infra.projectfiles import known_stacks
 from payload import exitcodes
 from payload.entrypoint import debug_requested, guarded
+from payload.exitcodes import UsageError
 from payload.terminal import safe_terminal
 
 DESCRIPTION = """\

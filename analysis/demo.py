@@ -32,11 +32,11 @@ from analysis.reference.studies import study_jobs
 from analysis.report.answer import long_duration
 from analysis.report.reference import STUDY_PROBES, device, study_work
 from infra.catalog import load_catalog
-from infra.conventions import UsageError
 from infra.launch import offering_options
 from infra.projectfiles import user_or_shipped
 from payload import exitcodes
 from payload.config import render_argv
+from payload.exitcodes import UsageError
 from payload.gpu import nvml_info
 from payload.storage import StorageError, open_store
 from payload.timestamps import stamp

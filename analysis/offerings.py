@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from analysis.price.billed import CostError, quote
 from infra.catalog import CatalogError, NoPrice
-from infra.conventions import check_choice
+from payload.exitcodes import check_choice
 
 SORTS = ("price", "gpus", "gpu-memory", "name")
 AGELESS_KINDS = ("onprem", "local")  # priced by amortisation or the user's rate: no quote that ages

@@ -1,5 +1,6 @@
-"""Terminal and JSON output shared by the commands. Everything printed passes `terminal_text` (analysis.cli
-runs each command in safe_terminal); a table cell is also kept on one line, so it cannot forge a row."""
+"""Terminal and JSON output shared by the commands, and their confirmation prompt. Everything printed passes
+`terminal_text` (analysis.cli runs each command in safe_terminal); a table cell is also kept on one line, so it
+cannot forge a row."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from typing import Any
 
-from infra.conventions import NUMBER_BOUNDS, confirm
+from analysis.options import NUMBER_BOUNDS
+from payload.exitcodes import Declined
 from payload.money import USD, USD_SIGN, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
 from payload.terminal import terminal_text  # noqa: F401  (one definition, re-exported)
 
@@ -53,6 +55,22 @@ def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None)
     print("  ".join("-" * w for w in widths), file=out)
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+
+
+def confirm(what: Sequence[str], question: str, yes: bool, stdin=None, out=None) -> None:
+    """Show what will happen (and its most cost), then ask; `--yes` skips it; no terminal: refused."""
+    stdin = stdin or sys.stdin
+    out = out or sys.stderr
+    for line in what:
+        print(line, file=out)
+    if yes:
+        return
+    if not stdin.isatty():
+        raise Declined(f"{question} Not confirmed: no terminal to ask on; pass --yes to go ahead")
+    print(f"{question} [y/N] ", end="", file=out, flush=True)
+    answer = stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise Declined("not confirmed; nothing was done")
 
 
 def planned_then_run(

@@ -10,12 +10,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from analysis.options import table_location
 from analysis.price.billed import cost_of
 from infra import cloud_init
 from infra.catalog import load_catalog
 from infra.catalog.estimate import MeasuredRuns, estimate_costs
 from infra.config import BenchmarkConfig, parse_config
-from infra.conventions import table_location
 from infra.launch import payload_env, resolve
 from infra.stacks import load_config
 from payload.timestamps import iso, utcnow

@@ -15,8 +15,8 @@ from fnmatch import fnmatchcase
 
 from infra import clouds, stacks
 from infra.catalog import load_catalog
-from infra.conventions import UsageError
 from payload import extras
+from payload.exitcodes import UsageError
 from payload.storage import StorageError, open_store
 from payload.yamlfile import quote
 

@@ -24,10 +24,10 @@ def main() -> int:
     args = ap.parse_args()
 
     start = time.perf_counter()
-    from analysis.price.estimate import measured_runs_of
+    from analysis.options import table_location
+    from analysis.planning import measured_runs_of
     from infra import preview
     from infra.catalog import load_catalog
-    from infra.conventions import table_location
     from infra.stacks import stack_names
 
     catalog = load_catalog()

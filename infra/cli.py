@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 from infra import stacks
 from infra.catalog import load_catalog
-from infra.conventions import UsageError, expand_stacks, known_stacks
-from infra.projectfiles import from_checkout, user_project_dir
+from infra.projectfiles import expand_stacks, from_checkout, known_stacks, user_project_dir
 from infra.ssh.cli import register as register_ssh
 from infra.workspace import PulumiMissing, cli_context, project_dir
 from payload import exitcodes
 from payload.entrypoint import guarded
+from payload.exitcodes import UsageError
 from payload.terminal import safe_terminal
 
 CLI_COMMANDS = ("up", "destroy", "refresh")

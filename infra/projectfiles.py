@@ -1,5 +1,6 @@
 """Where the project's own files are (stacks/, examples/, schedules/, Pulumi.yaml): a checkout's root, or
-the copy a packaged install carries as infra/project/ (setup.py), never the current directory.
+the copy a packaged install carries as infra/project/ (setup.py), never the current directory; the stacks
+there, and stack names (globs included) checked against them.
 
 Pulumi writes beside its project (a stack's `encryptionsalt`, a zone retry), so a packaged install runs
 on a user copy, `<state home>/project/` (`ensure_user_project`): its Pulumi.yaml runs the installed
@@ -9,13 +10,16 @@ your copy if present, else the shipped one.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
+from payload.exitcodes import UsageError, did_you_mean
 from payload.userdirs import user_dir
 from payload.yamlfile import read_yaml
 
@@ -74,6 +78,31 @@ def stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
 
 def ssh_stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
     return [n for n in _all_names(stacks_dir) if n.startswith(SSH_PREFIX)]
+
+
+def known_stacks(stacks_dir=None) -> list[str]:
+    """Every stack with a file in stacks/ (cloud, results and SSH stacks)."""
+    folder = STACKS_DIR if stacks_dir is None else stacks_dir
+    return stack_names(folder) + ssh_stack_names(folder)
+
+
+GLOB_CHARS = frozenset("*?[")
+
+
+def expand_stacks(patterns: Sequence[str], known: Sequence[str], where: str = "stacks/") -> list[str]:
+    """Stack names as given, globs expanded over `known`; a UsageError for any that names nothing (checked
+    before any tool is looked for: a typo is named as one, not as a missing Pulumi CLI)."""
+    chosen: dict[str, None] = {}
+    for pattern in patterns:
+        hits = fnmatch.filter(known, pattern) if GLOB_CHARS & set(pattern) else [pattern] * (pattern in known)
+        if not hits:
+            raise UsageError(
+                f"stack {pattern!r} matches no stack in {where}.{did_you_mean(pattern, known)} "
+                "List them with `gpubench stacks --list`."
+            )
+        for name in sorted(hits):
+            chosen.setdefault(name)
+    return list(chosen)
 
 
 def user_or_shipped(path: str | Path) -> Path:

@@ -8,7 +8,7 @@ import re
 
 from infra import clouds
 from infra.catalog import load_catalog
-from infra.conventions import check_choice
+from payload.exitcodes import check_choice
 
 
 def check_cloud(flag: str, value: str) -> str:

@@ -1,8 +1,12 @@
 """Exit codes: one table for every gpubench command; `TABLE` is what ``gpubench --help`` prints (docs/cli.md
-says what each means). Within one payload suite the most urgent outcome wins (`worst`).
+says what each means). Within one payload suite the most urgent outcome wins (`worst`). The errors that carry
+them: `GpubenchError`, `UsageError` (with `check_choice`'s did-you-mean), `Declined`.
 """
 
 from __future__ import annotations  # the legacy image's Python 3.8 cannot evaluate `int | None`
+
+import difflib
+from collections.abc import Sequence
 
 OK = 0
 FAILED = 1
@@ -47,3 +51,32 @@ class GpubenchError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class UsageError(GpubenchError, ValueError):
+    """A bad argument; nothing was done."""
+
+    exit_code = USAGE
+
+
+class Declined(GpubenchError, RuntimeError):
+    """The user did not confirm; nothing was done."""
+
+    exit_code = DECLINED
+
+
+def did_you_mean(value: str, known: Sequence[str], n: int = 3) -> str:
+    """' Did you mean: a, b?' for the closest known names (difflib), or ''."""
+    close = difflib.get_close_matches(value, list(known), n=n, cutoff=0.5)
+    if not close:
+        lowered = {k.lower(): k for k in known}
+        close = [lowered[k] for k in difflib.get_close_matches(value.lower(), list(lowered), n=n, cutoff=0.5)]
+    return f" Did you mean: {', '.join(close)}?" if close else ""
+
+
+def check_choice(flag: str, value: str, known: Sequence[str], fix: str) -> str:
+    """`value` itself (case-insensitively) when it is one of `known`; else a UsageError naming it and the fix."""
+    by_lower = {k.lower(): k for k in known}
+    if value.lower() in by_lower:
+        return by_lower[value.lower()]
+    raise UsageError(f"{flag} {value!r} is not known.{did_you_mean(value, known)} {fix}")

@@ -18,8 +18,8 @@ from analysis.price.billed import CostError, quote
 from analysis.price.local import resolve_price
 from infra import clouds
 from infra.catalog import BillingTerms, Catalog, CatalogError, NoPrice, load_catalog
-from infra.conventions import UsageError
 from infra.stacks import SSH_PREFIX, STACKS_DIR, StackFileError, load_config, ssh_stack_names
+from payload.exitcodes import UsageError
 from payload.layout import check_stack_name
 from payload.workloads.spec import parse_accelerators
 

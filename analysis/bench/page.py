@@ -26,7 +26,6 @@ MARKERS = {
     True: {"markersize": 7, "color": "#1f77b4", "mfc": "#1f77b4"},
     False: {"markersize": 6, "color": "#999999", "mfc": "white"},
 }  # on the frontier or not
-NUMBERS = {"textcoords": "offset points", "ha": "center", "va": "center", "fontsize": LABEL_POINTS, "zorder": 4}
 
 
 def write_page(doc: dict, out_dir: Path) -> Path:
@@ -151,12 +150,12 @@ def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tup
     """(base64 PNG, caption) of estimated cost against time, or (None, why not)."""
     if not points:
         return None, "no candidate has both an estimated time and a price"
-    from matplotlib.figure import Figure  # heavy: as jinja2 above; a bare Figure needs no pyplot or backend
+    from matplotlib.figure import Figure  # heavy: as jinja2 above
+
+    from analysis.report.plots import place_numbers  # heavy: matplotlib and pandas, as jinja2 above
 
     fig = Figure(figsize=(8.0, 5.2), dpi=DPI)
     ax = fig.subplots()
-    xs = [r["est_hours"] for _, r in points]
-    ys = [r["est_usd"] for _, r in points]
     for _, r in points:
         on = _key(r) in frontier_keys
         x, y = r["est_hours"], r["est_usd"]
@@ -171,7 +170,7 @@ def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tup
     ax.set_xlabel("estimated time for the whole job (h)" + (", log scale" if log_x else ""))
     ax.set_ylabel("estimated billed cost (USD)" + (", log scale" if log_y else ""))
     ax.grid(True, which="both", alpha=0.3)
-    place_numbers(ax, [str(n) for n, _ in points], xs, ys)
+    place_numbers(ax, [(r["est_hours"], r["est_usd"]) for _, r in points], [str(n) for n, _ in points], LABEL_POINTS)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     caption = (
@@ -212,41 +211,3 @@ def _set_axis(ax, which: str, values: list[float]) -> bool:
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(NullFormatter())
     return log
-
-
-# offsets (in label heights) tried for each number, nearest first
-_OFFSETS = [
-    (dx * r, dy * r)
-    for r in (1.0, 1.8, 2.6, 3.6, 4.8, 6.2, 8.0)
-    for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1.4, 0), (-1.4, 0), (0, 1.3), (0, -1.3))
-]
-
-
-def place_numbers(ax, texts: list[str], xs: list[float], ys: list[float]) -> list[tuple[float, float, float, float]]:
-    """Write each number beside its marker where it overlaps no other number and no marker:
-    the first free spot of a widening ring, joined to its marker by a thin line when far.
-    Returns the numbers' boxes in display pixels."""
-    height = LABEL_POINTS * DPI / 72.0 + 2
-    markers = [tuple(p) for p in ax.transData.transform(list(zip(xs, ys)))]
-    taken = [_box(x, y, height, height) for x, y in markers]
-    placed = []
-    for text, x, y, (mx, my) in zip(texts, xs, ys, markers):
-        width = 0.62 * (height - 2) * len(text) + 4
-        spots = [(dx * height, dy * height) for dx, dy in _OFFSETS]
-        free = (o for o in spots if not any(_overlap(_box(mx + o[0], my + o[1], width, height), t) for t in taken))
-        ox, oy = next(free, spots[0])  # nowhere free: the first spot, so the number is still shown
-        box = _box(mx + ox, my + oy, width, height)
-        taken.append(box)
-        placed.append(box)
-        far = math.hypot(ox, oy) > 1.5 * height
-        line = {"arrowstyle": "-", "color": "#888888", "linewidth": 0.6} if far else None
-        ax.annotate(text, xy=(x, y), xytext=(ox * 72.0 / DPI, oy * 72.0 / DPI), arrowprops=line, **NUMBERS)
-    return placed
-
-
-def _box(cx: float, cy: float, w: float, h: float) -> tuple[float, float, float, float]:
-    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-
-
-def _overlap(a, b) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

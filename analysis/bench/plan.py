@@ -15,8 +15,8 @@ from analysis.bench.candidates import Candidate
 from analysis.bench.probes import probe_cost
 from analysis.output import fmt_usd, print_table
 from analysis.readiness import launch_checks
-from infra.conventions import UsageError
 from payload import exitcodes
+from payload.exitcodes import UsageError
 from payload.money import USD_SIGN
 
 # Launch, image pull and the task's `setup` before the job's first step: ten minutes covers a cloud GPU

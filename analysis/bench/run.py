@@ -31,12 +31,13 @@ from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench
 from analysis.bench.runners import CloudProbe, LocalProbe, SshProbe, probe_stack_name, write_project
 from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
+from analysis.options import RESULTS_ENV
 from analysis.progress import Printer
 from infra.catalog import load_catalog
-from infra.conventions import RESULTS_ENV, Declined, UsageError
 from infra.projectfiles import user_or_shipped
 from infra.workspace import ProjectNotFound, project_dir, pulumi_backend
 from payload import exitcodes
+from payload.exitcodes import Declined, UsageError
 from payload.money import USD_SIGN
 from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocationError, parse_results_location
 from payload.storage import open_store

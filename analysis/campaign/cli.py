@@ -15,12 +15,13 @@ from analysis.campaign.finish import stack_table, summary_text
 from analysis.campaign.manifest import new_campaign_id
 from analysis.campaign.schedule import parse_duration
 from analysis.commands import add_command, check_results_locations
+from analysis.options import RESULTS_ENV
 from analysis.output import emit_json, poll_problem
 from analysis.progress import Printer, Progress
 from analysis.stack_status import TERMINAL, unreachable
-from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
 from payload import exitcodes
+from payload.exitcodes import UsageError
 
 BACKEND_FACTORY = pulumi_backend
 DESCRIPTION = """\

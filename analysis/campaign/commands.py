@@ -14,15 +14,17 @@ from analysis.campaign import finish, schedule
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
 from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
 from analysis.observe import observe
+from analysis.options import RESULTS_ENV
 from analysis.progress import Printer
 from analysis.stack_status import StackStatus, status_of
 from infra import workspace
 from infra.catalog import load_catalog
 from infra.clouds import RESULTS_STACKS
-from infra.conventions import RESULTS_ENV, UsageError, expand_stacks
+from infra.projectfiles import expand_stacks
 from infra.stacks import stack_names
 from infra.workspace import BackendFactory, pulumi_backend
 from payload import storage
+from payload.exitcodes import UsageError
 from payload.timestamps import iso, utcnow
 from payload.userdirs import user_dir
 

@@ -12,11 +12,11 @@ from analysis.collect.orchestrate import collect
 from analysis.collect.sources import spot_history_pricer
 from analysis.dataset.location import resolve
 from analysis.dataset.store import delta_table, open_dataset
+from analysis.options import DEFAULT_TABLE
 from payload.result import FINAL_STATUSES
 
 SpotHistory = Literal["auto", "on", "off"]
 DEFAULT_URLS = ("results",)
-DEFAULT_TABLE = "table"  # relative to the current directory, like every path a person gives
 
 
 @dataclass

@@ -8,6 +8,7 @@ time with the reason, never the collect). On s3://, the next stack's new results
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import replace
@@ -147,7 +148,9 @@ def fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | Non
 
 def _read_file(store, key: str, n: int) -> bytes:
     try:
-        with open(store._path(key), "rb") as f:  # noqa: SLF001 - payload.storage's own path of a key
+        # a str path: Python 3.11's pathlib interns every part, a run's directory per result in the process's
+        # one table of interned strings (its reallocation then lands in a collect as memory held)
+        with open(os.path.join(store.root, key.lstrip("/")), "rb") as f:
             return f.read(n)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from infra.conventions import UsageError
 from infra.ssh import SUMMARY as SSH_SUMMARY
+from payload.exitcodes import UsageError
 from payload.results_location import ResultsLocationError, parse_results_location
 
 # name -> its one-line summary, in the order `gpubench --help` lists them (None: an alias it does not list)

@@ -11,7 +11,7 @@ from analysis.bench.run import bench, load_task
 from analysis.commands import add_command, options
 from analysis.output import USD_SIGN, emit_json, print_table
 from analysis.report.answer import duration
-from infra.conventions import GLOB_CHARS, expand_stacks
+from infra.projectfiles import GLOB_CHARS, expand_stacks
 from infra.stacks import STACKS_DIR, ssh_stack_names
 from payload import exitcodes
 from payload.workloads.check import check_metrics

@@ -30,8 +30,8 @@ from analysis.commands import add_command
 from analysis.output import emit_json, print_table
 from analysis.readiness import EXTRAS, account_checks, pulumi_login_check, readiness_checks, verdict
 from infra import clouds
-from infra.conventions import UsageError, check_choice
 from payload import exitcodes
+from payload.exitcodes import UsageError, check_choice
 
 CHOICES = [*clouds.NAMES, *EXTRAS]
 

@@ -7,10 +7,11 @@ import argparse
 import sys
 
 from analysis.commands import add_command, check_results_locations, options
+from analysis.options import add_table_argument, results_locations, table_location
 from analysis.output import emit_json
 from analysis.progress import stderr_is_terminal
-from infra.conventions import UsageError, add_table_argument, results_locations, table_location
 from payload import exitcodes
+from payload.exitcodes import UsageError
 
 EPILOG = """\
 examples:

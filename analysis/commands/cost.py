@@ -10,9 +10,9 @@ from analysis.output import emit_json, fmt_usd, parse_date, print_table, usd_amo
 from analysis.price import age as price_age
 from analysis.price.billed import _hours, cost_of
 from analysis.price.monthly import monthly_bill, sweeper_bill
-from infra.conventions import UsageError
 from infra.stacks import offering_of
 from infra.sweep_targets import check_cloud
+from payload.exitcodes import UsageError
 
 EPILOG = """\
 examples:

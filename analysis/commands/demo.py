@@ -4,7 +4,7 @@ this machine, collected and reported beside the studies' published figures."""
 from __future__ import annotations
 
 from analysis.commands import add_command, options
-from infra.conventions import add_table_argument, table_location
+from analysis.options import add_table_argument, table_location
 
 EPILOG = """\
 examples:

@@ -14,8 +14,8 @@ from analysis.commands.teardown import bench_probes
 from analysis.observe import CLOCK_SKEW, runs_of
 from analysis.output import poll_problem, terminal_text
 from infra.config import MAX_HOURS_LIMIT
-from infra.conventions import UsageError
 from payload import exitcodes
+from payload.exitcodes import UsageError
 from payload.storage import open_store
 from payload.timestamps import parse_time, utcnow
 

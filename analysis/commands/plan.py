@@ -20,20 +20,14 @@ from __future__ import annotations
 import sys
 
 from analysis.commands import add_command
+from analysis.options import add_stack_arguments, add_table_argument, stacks_of, table_location
 from analysis.output import emit_json, print_table
 from analysis.planning import plan_stacks
 from analysis.price import age as price_age
-from infra.conventions import (
-    UsageError,
-    add_stack_arguments,
-    add_table_argument,
-    expand_stacks,
-    known_stacks,
-    stacks_of,
-    table_location,
-)
+from infra.projectfiles import expand_stacks, known_stacks
 from infra.stacks import stack_names
 from payload import exitcodes
+from payload.exitcodes import UsageError
 from payload.money import usd_amount
 
 

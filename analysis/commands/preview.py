@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from analysis.commands import add_command
 from analysis.commands.plan import chosen_stacks
+from analysis.options import add_stack_arguments, add_table_argument, stacks_of, table_location
 from analysis.planning import measured_runs_of
 from infra.catalog import load_catalog
-from infra.conventions import GLOB_CHARS, UsageError, add_stack_arguments, add_table_argument, stacks_of, table_location
+from infra.projectfiles import GLOB_CHARS
 from payload import exitcodes
+from payload.exitcodes import UsageError
 from payload.extras import require
 
 

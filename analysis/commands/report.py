@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 
 from analysis.commands import add_command, options
+from analysis.options import add_table_argument, table_location
 from analysis.output import emit_json, parse_date
 from analysis.price import age as price_age
-from infra.conventions import add_table_argument, table_location
 
 EPILOG = """\
 examples:

@@ -8,9 +8,9 @@ from collections import Counter
 from analysis.commands import add_command, print_tally
 from analysis.output import emit_json, planned_then_run, print_table
 from infra import clouds
-from infra.conventions import UsageError
 from infra.sweep_targets import check_cloud, check_regions
 from infra.tags import BadDeadline, parse_now
+from payload.exitcodes import UsageError
 
 EPILOG = """\
 examples:

@@ -9,7 +9,7 @@ from analysis.commands import add_command, print_tally
 from analysis.output import emit_json, planned_then_run, print_table
 from analysis.teardown import teardown
 from infra.clouds import RESULTS_STACKS
-from infra.conventions import expand_stacks, known_stacks
+from infra.projectfiles import expand_stacks, known_stacks
 from infra.tags import parse_now
 
 EPILOG = """\

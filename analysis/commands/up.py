@@ -19,19 +19,14 @@ import shutil
 import subprocess
 
 from analysis.commands import add_command
+from analysis.options import add_stack_arguments, add_yes_argument, stacks_of
+from analysis.output import confirm
 from analysis.planning import plan_stack
 from infra.catalog import load_catalog
-from infra.conventions import (
-    UsageError,
-    add_stack_arguments,
-    add_yes_argument,
-    confirm,
-    expand_stacks,
-    known_stacks,
-    stacks_of,
-)
+from infra.projectfiles import expand_stacks, known_stacks
 from infra.workspace import PulumiMissing, cli_context
 from payload import exitcodes
+from payload.exitcodes import UsageError
 from payload.money import usd_amount
 
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable
 from datetime import date
 
-from infra.conventions import UsageError
+from payload.exitcodes import UsageError
 
 ENV = "GPUBENCH_MAX_PRICE_AGE_DAYS"
 DEFAULT_DAYS = 365

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple
@@ -189,46 +190,61 @@ def log_if_wide(ax, values, axis: str = "x") -> bool:
     return wide
 
 
-# Where a point's number may go, in points from the point: nearest first, then further out.
+# Where a number may go, in label heights from its point: nearest first, then a widening ring.
 _OFFSETS = [
     (dx * r, dy * r)
-    for r in (4, 8, 13, 19, 26, 34, 44)
-    for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1.4, 0), (0, 1.4), (-1.4, 0), (0, -1.4))
+    for r in (1.0, 1.8, 2.6, 3.6, 4.8, 6.2, 8.0)
+    for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1.4, 0), (-1.4, 0), (0, 1.3), (0, -1.3))
 ]
 
 
-def place_numbers(ax, points: list[tuple[float, float]], texts: list[str], colours: list[str]) -> list:
-    """Each text at the nearest offset from its point that overlaps no placed text and stays inside the axes (a
-    leader line when moved away); the figure must be laid out first."""
-    renderer = ax.figure.canvas.get_renderer()
-    inside = ax.get_window_extent(renderer)
-    placed, boxes = [], []
-    for (x, y), text, colour in zip(points, texts, colours):
-        for dx, dy in _OFFSETS:
-            ann = ax.annotate(
-                text,
-                (x, y),
-                xytext=(dx, dy),
-                textcoords="offset points",
-                fontsize=7,
-                color=colour,
-                ha="left" if dx >= 0 else "right",
-                va="bottom" if dy >= 0 else "top",
-                arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if abs(dx) + abs(dy) > 12 else None,
-            )
-            ann.set_in_layout(False)
-            box = ann.get_window_extent(renderer)
-            fits = inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
-            if fits and not any(box.overlaps(b) for b in boxes):
-                break
-            ann.remove()
-        else:  # nowhere free: the first place, so the number is still shown
-            ann = ax.annotate(text, (x, y), xytext=_OFFSETS[0], textcoords="offset points", fontsize=7, color=colour)
-            ann.set_in_layout(False)
-            box = ann.get_window_extent(renderer)
-        placed.append(ann)
-        boxes.append(box)
+def place_numbers(ax, points, texts: list[str], fontsize: float, colours=None) -> list[tuple[float, ...]]:
+    """Write each number at the first spot beside its point where it overlaps no other number and no point and
+    stays inside the axes (nowhere free: the first spot), joined to it by a thin line when far. Boxes are
+    estimated from the font size, so nothing is drawn to measure; the axes' limits and layout must be final.
+    Returns the numbers' boxes in display pixels."""
+    dpi = ax.figure.dpi
+    height = fontsize * dpi / 72.0 + 2
+    markers = [tuple(p) for p in ax.transData.transform(list(points))]
+    frame = tuple(ax.bbox.extents)
+    taken = [_box(mx, my, height, height) for mx, my in markers]
+    placed = []
+    for (x, y), (mx, my), text, colour in zip(points, markers, texts, colours or [None] * len(texts)):
+        width = 0.62 * (height - 2) * len(text) + 4
+        spots = [(dx * height, dy * height) for dx, dy in _OFFSETS]
+        boxes = {o: _box(mx + o[0], my + o[1], width, height) for o in spots}
+        free = (o for o in spots if _inside(boxes[o], frame) and not any(_overlap(boxes[o], t) for t in taken))
+        ox, oy = next(free, spots[0])
+        box = boxes[ox, oy]
+        taken.append(box)
+        placed.append(box)
+        far = math.hypot(ox, oy) > 1.5 * height
+        line = {"arrowstyle": "-", "color": "#888888", "linewidth": 0.6} if far else None
+        ax.annotate(
+            text,
+            xy=(x, y),
+            xytext=(ox * 72.0 / dpi, oy * 72.0 / dpi),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color=colour,
+            zorder=4,
+            arrowprops=line,
+        )
     return placed
+
+
+def _box(cx: float, cy: float, w: float, h: float) -> tuple[float, float, float, float]:
+    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _inside(a, frame) -> bool:
+    return frame[0] <= a[0] and a[2] <= frame[2] and frame[1] <= a[1] and a[3] <= frame[3]
 
 
 def hourly_vs_time_figure(summary: pd.DataFrame):
@@ -267,7 +283,7 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
         ax.margins(0.08)
     lay_out(fig)  # the layout is final: labels are placed against it
     for ax, pts, colours in numbered:
-        place_numbers(ax, pts, [str(i) for i in range(1, len(pts) + 1)], colours)
+        place_numbers(ax, pts, [str(i) for i in range(1, len(pts) + 1)], 7, colours)
     return fig
 
 

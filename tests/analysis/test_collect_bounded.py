@@ -6,6 +6,7 @@ between two commits loses nothing (the next one finishes the job)."""
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 
 import pandas as pd
@@ -78,6 +79,18 @@ def test_a_cold_collects_memory_does_not_grow_with_the_number_of_results(tmp_pat
     per_result = (held[-1] - held[3]) / ((stacks - 4) * runs)
     assert per_result < 1000, f"{per_result:.0f} bytes held per result read"
     assert peak < held[3] + 30 * 1024 * 1024  # one stack's reading at a time, whatever the number of stacks
+
+
+def test_a_collect_interns_no_string_per_result(tmp_path, monkeypatch):
+    """A string per result interned (Python 3.11's pathlib interns every part of a path it parses) would grow
+    the interpreter's one table of interned strings: its reallocation, due from whatever ran before in the
+    process, then lands in a collect and reads as memory held per result."""
+    src = tmp_path / "results"
+    _put(src, stacks=2, runs=20)
+    interned, real = [], sys.intern
+    monkeypatch.setattr(sys, "intern", lambda s: interned.append(s) or real(s))
+    collect([str(src)], tmp_path / "table", export=False)
+    assert not [s for s in interned if s.endswith("-resnet50")], "a run directory's name was interned"
 
 
 def test_a_second_collect_reads_and_judges_only_the_new_runs(tmp_path, monkeypatch):

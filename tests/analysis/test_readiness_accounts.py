@@ -150,7 +150,7 @@ def test_an_unreadable_quota_says_which_permission(aws_env):
 
 
 def test_a_pattern_that_matches_nothing_is_a_usage_error():
-    from infra.conventions import UsageError
+    from payload.exitcodes import UsageError
 
     with pytest.raises(UsageError, match="no aws stack matches nope-"):
         account_checks("aws", ["nope-*"], client=lambda s, r: None)

@@ -9,9 +9,9 @@ import pytest
 
 from analysis.cli import main
 from infra import clouds
-from infra.conventions import UsageError
 from infra.sweep_targets import check_cloud, check_regions, known_regions
 from payload import exitcodes
+from payload.exitcodes import UsageError
 
 
 @pytest.fixture

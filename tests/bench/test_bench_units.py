@@ -24,9 +24,9 @@ from analysis.bench.run import bench
 from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
 from infra.config import MIN_HOURS, parse_config
-from infra.conventions import Declined
 from infra.launch import resolve
 from payload import exitcodes
+from payload.exitcodes import Declined
 from payload.workloads.spec import load_spec
 
 

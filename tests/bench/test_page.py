@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from analysis.bench.answer import answer
-from analysis.bench.page import DPI, place_numbers, spans_decades, write_page
+from analysis.bench.page import DPI, LABEL_POINTS, spans_decades, write_page
+from analysis.report.plots import place_numbers
 
 BASIS = {
     "overhead_seconds": "measured",
@@ -172,9 +173,20 @@ def test_numbers_do_not_overlap_even_when_markers_crowd():
     ax.plot(xs, ys, "o")
     ax.set_xlim(0, 20)
     ax.set_ylim(0, 10)
-    boxes = place_numbers(ax, [str(i + 1) for i in range(14)], xs, ys)
+    boxes = place_numbers(ax, list(zip(xs, ys)), [str(i + 1) for i in range(14)], LABEL_POINTS)
     plt.close(fig)
     assert len(boxes) == 14
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
+
+
+def test_numbers_stay_inside_the_axes_when_points_sit_in_its_corners():
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=DPI)
+    ax.set_xlim(0, 20)
+    ax.set_ylim(0, 10)
+    corners = [(19.9, 9.9), (0.1, 9.9), (19.9, 0.1), (0.1, 0.1)]
+    boxes = place_numbers(ax, corners, ["1", "2", "3", "4"], LABEL_POINTS)
+    left, bottom, right, top = ax.bbox.extents
+    plt.close(fig)
+    assert all(left <= b[0] and b[2] <= right and bottom <= b[1] and b[3] <= top for b in boxes), boxes

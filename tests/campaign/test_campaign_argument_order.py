@@ -8,7 +8,7 @@ import pytest
 from campaign_project import make_project
 
 from analysis.campaign import commands
-from infra.conventions import UsageError
+from payload.exitcodes import UsageError
 
 
 def _no_backend(root):

@@ -102,7 +102,7 @@ def _up(tmp_path, names, stub, concurrency=2, campaign_id="c1", project=None, **
 
 def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_path):
     from analysis.campaign.commands import select
-    from infra.conventions import UsageError
+    from payload.exitcodes import UsageError
 
     project = make_project(
         tmp_path,

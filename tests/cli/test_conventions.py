@@ -22,7 +22,7 @@ from parser_walk import all_parsers, leaves, subcommands
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import build_parser, main
-from infra.conventions import known_stacks
+from infra.projectfiles import known_stacks
 from payload import exitcodes
 
 ROOT = Path(__file__).resolve().parents[2]

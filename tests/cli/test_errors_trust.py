@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from analysis.cli import main
+from analysis.options import NUMBER_BOUNDS
 from infra.catalog import load_catalog
-from infra.conventions import NUMBER_BOUNDS
 from payload import exitcodes
 from payload.cli import main as payload_main
 from payload.config import LOCAL_OFFERINGS, OFFERING_FORM
@@ -279,7 +279,7 @@ def test_an_error_carries_its_exit_code_and_is_shown_whole_and_safe(capsys):
     [
         ("payload.storage:StorageError", exitcodes.REMOTE),
         ("infra.workspace:PulumiMissing", exitcodes.MISSING),
-        ("infra.conventions:Declined", exitcodes.DECLINED),
+        ("payload.exitcodes:Declined", exitcodes.DECLINED),
         ("analysis.campaign.manifest:ManifestInvalid", exitcodes.INVALID),
     ],
 )

@@ -197,7 +197,8 @@ class Answer(io.StringIO):
 
 
 def test_confirm_declined_accepted_and_yes():
-    from infra.conventions import Declined, confirm
+    from analysis.output import confirm
+    from payload.exitcodes import Declined
 
     err = io.StringIO()
     with pytest.raises(Declined):

@@ -73,12 +73,12 @@ def test_a_broken_stack_file_names_the_file_and_line(tmp_path):
 
 
 def test_gpubench_reports_a_broken_stack_file_with_exit_2(tmp_path, capsys, monkeypatch):
-    import infra.conventions
+    import infra.projectfiles
     import infra.stacks as stackfiles
     from analysis.cli import main
 
     (tmp_path / "Pulumi.aws-x.yaml").write_text("config: {gpubench:offering: [\n")
-    monkeypatch.setattr(infra.conventions, "STACKS_DIR", tmp_path)
+    monkeypatch.setattr(infra.projectfiles, "STACKS_DIR", tmp_path)
     monkeypatch.setattr(stackfiles.load_config, "__defaults__", (tmp_path,))
     assert main(["plan", "aws-x"]) == 2
     err = capsys.readouterr().err

@@ -1,23 +1,20 @@
-"""The command-line conventions every `gpubench` command shares: --table and --results, naming stacks
-(positional or -s, globs, did-you-mean), `UsageError`, `Declined` and --yes, numeric bounds."""
+"""The options the commands share: --table and --results (and their environment variables), a stack named
+positionally or with -s, --yes, and the sane bounds of numeric options (`check_bounds`, run on every command)."""
 
 from __future__ import annotations
 
 import argparse
-import difflib
-import fnmatch
 import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from infra.projectfiles import STACKS_DIR, ssh_stack_names, stack_names
-from payload import exitcodes
+from payload.exitcodes import UsageError
 
 # The results table (the dataset `collect` writes and report, plan, preview and demo read).
 TABLE_ENV = "GPUBENCH_TABLE"
-DEFAULT_TABLE = "table"
+DEFAULT_TABLE = "table"  # relative to the current directory, like every path a person gives
 RESULTS_ENV = "GPUBENCH_RESULTS"
 
 
@@ -67,74 +64,6 @@ def add_yes_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation (scripts, CI)")
 
 
-class UsageError(exitcodes.GpubenchError, ValueError):
-    """A bad argument; nothing was done."""
-
-    exit_code = exitcodes.USAGE
-
-
-class Declined(exitcodes.GpubenchError, RuntimeError):
-    """The user did not confirm; nothing was done."""
-
-    exit_code = exitcodes.DECLINED
-
-
-def confirm(what: Sequence[str], question: str, yes: bool, stdin=None, out=None) -> None:
-    """Show what will happen (and its most cost), then ask; `--yes` skips it; no terminal: refused."""
-    stdin = stdin or sys.stdin
-    out = out or sys.stderr
-    for line in what:
-        print(line, file=out)
-    if yes:
-        return
-    if not stdin.isatty():
-        raise Declined(f"{question} Not confirmed: no terminal to ask on; pass --yes to go ahead")
-    print(f"{question} [y/N] ", end="", file=out, flush=True)
-    answer = stdin.readline().strip().lower()
-    if answer not in ("y", "yes"):
-        raise Declined("not confirmed; nothing was done")
-
-
-def did_you_mean(value: str, known: Sequence[str], n: int = 3) -> str:
-    """' Did you mean: a, b?' for the closest known names (difflib), or ''."""
-    close = difflib.get_close_matches(value, list(known), n=n, cutoff=0.5)
-    if not close:
-        lowered = {k.lower(): k for k in known}
-        close = [lowered[k] for k in difflib.get_close_matches(value.lower(), list(lowered), n=n, cutoff=0.5)]
-    return f" Did you mean: {', '.join(close)}?" if close else ""
-
-
-def check_choice(flag: str, value: str, known: Sequence[str], fix: str) -> str:
-    """`value` itself (case-insensitively) when it is one of `known`; else a UsageError naming it and the fix."""
-    by_lower = {k.lower(): k for k in known}
-    if value.lower() in by_lower:
-        return by_lower[value.lower()]
-    raise UsageError(f"{flag} {value!r} is not known.{did_you_mean(value, known)} {fix}")
-
-
-def known_stacks(stacks_dir=None) -> list[str]:
-    """Every stack with a file in stacks/ (cloud, results and SSH stacks)."""
-    folder = STACKS_DIR if stacks_dir is None else stacks_dir
-    return stack_names(folder) + ssh_stack_names(folder)
-
-
-def expand_stacks(patterns: Sequence[str], known: Sequence[str], where: str = "stacks/") -> list[str]:
-    """Stack names as given, globs expanded over `known`; a UsageError for any that names nothing (checked
-    before any tool is looked for: a typo is named as one, not as a missing Pulumi CLI)."""
-    chosen: dict[str, None] = {}
-    for pattern in patterns:
-        hits = fnmatch.filter(known, pattern) if GLOB_CHARS & set(pattern) else [pattern] * (pattern in known)
-        if not hits:
-            raise UsageError(
-                f"stack {pattern!r} matches no stack in {where}.{did_you_mean(pattern, known)} "
-                "List them with `gpubench stacks --list`."
-            )
-        for name in sorted(hits):
-            chosen.setdefault(name)
-    return list(chosen)
-
-
-GLOB_CHARS = frozenset("*?[")
 HOURS_PER_YEAR = 365.25 * 24
 
 
