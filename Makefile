@@ -57,8 +57,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # TEST_WORKERS: one more than the cores. A quarter of the suite's time is spent waiting
 # (servers, subprocesses, sshd), so a third worker on two cores fills it: 9 min 4 s
 # against 10 min 44 s to 11 min 25 s with two (2026-11-25 and -26, 2 cores, 1,007 CPU-seconds).
-# On 2026-11-27 21:49 UTC, a fresh clone of 141a941 under CI=true on a quiet 2-core machine (load 0.6):
-# `make test` 4 min 46 s (pytest 4 min 46 s) for 3,527 tests with three workers (the goal is
+# On 2026-11-28 00:08 UTC, a fresh clone of 3e86297 under CI=true on a quiet 2-core machine (load 1.5):
+# `make test` 4 min 44 s (pytest 4 min 43 s) for 3,536 tests with three workers (the goal is
 # 5 minutes for the whole of `make test`).
 # Wall times mislead on a shared machine: GPUBENCH_SUITE_CPU=FILE records each test's CPU seconds
 # (its process and the children it waited for); `python tests/suite_order.py FILE` ranks the files by them.
