@@ -18,12 +18,15 @@ TIMEOUT_SECONDS = 20.0
 
 # The distributions that provide a module, in the job's interpreter: packages_distributions() is
 # Python 3.10+; before it (the legacy image's 3.8), each distribution's top_level.txt names its modules.
+# A dist-info without METADATA has no name: md.version(None) is refused (3.11+) or answers another
+# distribution's version (3.8-3.10), so it is skipped.
 _DISTRIBUTIONS = r"""
 def _gpubench_dists(md, module):
     if hasattr(md, "packages_distributions"):
-        return md.packages_distributions().get(module) or [module]
-    names = [d.metadata["Name"] for d in md.distributions() if module in (d.read_text("top_level.txt") or "").split()]
-    return names or [module]
+        names = md.packages_distributions().get(module) or []
+    else:
+        names = [d.metadata["Name"] for d in md.distributions() if module in (d.read_text("top_level.txt") or "").split()]
+    return [name for name in names if name] or [module]
 """
 
 _PROBE = (

@@ -389,6 +389,33 @@ def test_a_python_3_8_job_reports_its_frameworks_versions(tmp_path):
     assert record.pythons[0]["python_version"].startswith("3.8.") and record.frameworks == {"torch": "9.7"}
 
 
+@pytest.mark.parametrize("which", ["3.8", "this"])
+def test_a_distribution_without_a_name_gives_no_version(tmp_path, which):
+    """A dist-info left without METADATA (an interrupted install) names a framework in top_level.txt but has no
+    name: the framework is still reported, with no version, not another distribution's (Python 3.8-3.10 answer
+    md.version(None) with the first distribution found) and not a failed probe (3.11+ refuse it)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(require_python38() if which == "3.8" else sys.executable)
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    (site / "torch" / "nn.py").write_text("")
+    (site / "torch-9.7.dist-info").mkdir()
+    (site / "torch-9.7.dist-info" / "top_level.txt").write_text("torch\n")
+    other = tmp_path / "first" / "other-1.0.dist-info"  # the first distribution on the path
+    other.mkdir(parents=True)
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other\nVersion: 1.0\n")
+    env = {"PATH": str(bin_dir), "PYTHONPATH": os.pathsep.join([str(other.parent), str(site)])}
+    found, _ = job_frameworks(env, cwd=str(tmp_path))
+    assert "torch" in found and found["torch"] is None, found
+    watch = ImportWatch()
+    job = [str(bin_dir / "python3"), "-c", "import torch.nn"]
+    done = subprocess.run(job, env=watch.environment(env), cwd=tmp_path, capture_output=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == done.stderr == b""
+    assert read_imports(watch.record).frameworks == {"torch": None}
+
+
 def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_path):
     import payload.cli as cli
 
