@@ -7,12 +7,14 @@ import csv
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from servers import closed_port_url
 from user_state import USER_STATE_VARIABLES
 
 from payload.layout import newest_versions
+from payload.run import price_row
 from payload.schema import validate_result
 
 
@@ -78,3 +80,17 @@ def check_finished_outputs(run_dir: Path, out: str) -> None:
     states = sorted(run_dir.glob("checkpoints/state*.json"), key=lambda p: p.stat().st_mtime_ns)
     newest = json.loads(states[-1].read_text())
     assert newest["complete"] is True and newest["model_key"] is None
+
+
+def launched_price(offering, market, hourly_usd, source, as_of, on_demand_hourly_usd=None):
+    """payload.run.price_row of a run launched with these price options."""
+    return price_row(
+        SimpleNamespace(
+            offering=offering,
+            market=market,
+            hourly_usd=hourly_usd,
+            price_source=source,
+            price_as_of=as_of,
+            on_demand_hourly_usd=on_demand_hourly_usd,
+        )
+    )

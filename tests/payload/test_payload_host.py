@@ -6,9 +6,9 @@ import sys
 import time
 import types
 from datetime import date
-from types import SimpleNamespace
 
 import pytest
+from payload_helpers import launched_price
 
 from payload import exitcodes
 from payload.gpu import GpuSampler
@@ -21,21 +21,7 @@ from payload.identity import (
     detect_identity,
     make_run_id,
 )
-from payload.run import price_row, result_offering
-
-
-def _price(offering, market, hourly_usd, source, as_of, on_demand_hourly_usd=None):
-    """price_row of a run launched with these price options."""
-    return price_row(
-        SimpleNamespace(
-            offering=offering,
-            market=market,
-            hourly_usd=hourly_usd,
-            price_source=source,
-            price_as_of=as_of,
-            on_demand_hourly_usd=on_demand_hourly_usd,
-        )
-    )
+from payload.run import result_offering
 
 
 def test_identity_from_aws_imdsv2(metadata_server):
@@ -165,13 +151,13 @@ class FakeQuote:
 
 
 def test_launch_price_fills_the_launched_market():
-    on_demand, warnings = _price("aws/p3.8xlarge", "on-demand", 12.0, "launch", "2025-02-01")
+    on_demand, warnings = launched_price("aws/p3.8xlarge", "on-demand", 12.0, "launch", "2025-02-01")
     assert (
         on_demand
         == {"hourly_usd": 12.0, "spot_hourly_usd": None, "source": "launch", "as_of": "2025-02-01", "origin": "env"}
         and warnings == []
     )
-    spot, _ = _price("aws/p3.8xlarge", "spot", 4.5, "launch", "2025-02-01", 12.24)
+    spot, _ = launched_price("aws/p3.8xlarge", "spot", 4.5, "launch", "2025-02-01", 12.24)
     assert spot == {
         "hourly_usd": 12.24,
         "spot_hourly_usd": 4.5,
@@ -182,10 +168,10 @@ def test_launch_price_fills_the_launched_market():
 
 
 def test_no_launch_price_is_null_with_how_to_give_one():
-    price, warnings = _price("aws/p9.huge", "on-demand", None, None, None)
+    price, warnings = launched_price("aws/p9.huge", "on-demand", None, None, None)
     assert price["hourly_usd"] is None and price["origin"] is None
     assert "aws/p9.huge" in warnings[0] and "GPUBENCH_HOURLY_USD" in warnings[0]
-    assert "this run" in _price(None, "on-demand", None, None, None)[1][0]
+    assert "this run" in launched_price(None, "on-demand", None, None, None)[1][0]
 
 
 def test_offering_facts_come_from_the_launcher_unless_the_instance_says():

@@ -6,35 +6,21 @@ import json
 import subprocess
 import sys
 import time
-from types import SimpleNamespace
 
 import pytest
+from payload_helpers import launched_price
 
 from payload import exitcodes
 from payload.config import resolve
 from payload.gpu import host_facts, software_facts
 from payload.identity import Identity, PreemptionWatcher
 from payload.result import METRICS
-from payload.run import RESULT_FILES, JobReport, Run, SuiteContext, fingerprint, price_row
+from payload.run import RESULT_FILES, JobReport, Run, SuiteContext, fingerprint
 from payload.schema import validate_result
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
 
 STACK = "fake-stack"
-
-
-def _price(offering, market, hourly_usd, source, as_of, on_demand_hourly_usd=None):
-    """price_row of a run launched with these price options."""
-    return price_row(
-        SimpleNamespace(
-            offering=offering,
-            market=market,
-            hourly_usd=hourly_usd,
-            price_source=source,
-            price_as_of=as_of,
-            on_demand_hourly_usd=on_demand_hourly_usd,
-        )
-    )
 
 
 class FakeJob:
@@ -132,7 +118,7 @@ def suite(tmp_path):
     store = SpoolingStore(open_store(cfg.results), Spool(str(tmp_path / "spool")))
     identity = Identity(None, "i-fake", "zone-a", None, None, None)
     watcher = PreemptionWatcher(60, sources=[])
-    price, warnings = _price(None, "on-demand", None, None, None)
+    price, warnings = launched_price(None, "on-demand", None, None, None)
     return SuiteContext(cfg, time.time(), identity, store, watcher, price, [*warnings, "suite warning"])
 
 
