@@ -16,23 +16,27 @@ from payload.gpu import FRAMEWORKS
 
 TIMEOUT_SECONDS = 20.0
 
-# The distributions that provide a module, in the job's interpreter: packages_distributions() is
-# Python 3.10+; before it (the legacy image's 3.8), each distribution's top_level.txt names its modules.
-# A dist-info without METADATA has no name: md.version(None) is refused (3.11+) or answers another
-# distribution's version (3.8-3.10), so it is skipped.
+# {module: the distributions that provide it}, read once per lookup in the job's interpreter:
+# packages_distributions() is Python 3.10+; before it (the legacy image's 3.8), each distribution's
+# top_level.txt names its modules. A dist-info without METADATA has no name: md.version(None) is
+# refused (3.11+) or answers another distribution's version (3.8-3.10), so it is skipped.
 _DISTRIBUTIONS = r"""
-def _gpubench_dists(md, module):
+def _gpubench_dists(md):
     if hasattr(md, "packages_distributions"):
-        names = md.packages_distributions().get(module) or []
+        found = md.packages_distributions()
     else:
-        names = [d.metadata["Name"] for d in md.distributions() if module in (d.read_text("top_level.txt") or "").split()]
-    return [name for name in names if name] or [module]
+        found = {}
+        for d in md.distributions():
+            for module in (d.read_text("top_level.txt") or "").split():
+                found.setdefault(module, []).append(d.metadata["Name"])
+    return {module: [name for name in names if name] for module, names in found.items()}
 """
 
 _PROBE = (
     _DISTRIBUTIONS
     + r"""
 import importlib.metadata as md, importlib.util as iu, json, os, re, sys
+dists = _gpubench_dists(md)
 out = {}
 
 
@@ -50,7 +54,7 @@ for key, mod in json.loads(sys.argv[1]).items():
         continue
     if spec is None:
         continue
-    out[key] = next(filter(None, map(version, _gpubench_dists(md, mod))), None)
+    out[key] = next(filter(None, map(version, dists.get(mod) or [mod])), None)
     if mod == "torch" and spec.origin:
         try:
             text = open(os.path.join(os.path.dirname(spec.origin), "version.py")).read()
@@ -118,7 +122,7 @@ def _gpubench_watch():
         try:
             import importlib.metadata as md
 
-            for dist in _gpubench_dists(md, module):
+            for dist in _gpubench_dists(md).get(module) or [module]:
                 try:
                     return md.version(dist)
                 except md.PackageNotFoundError:
