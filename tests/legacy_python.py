@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from servers import missing_tool
 
 
 def python38() -> str | None:
@@ -23,7 +23,5 @@ def require_python38() -> str:
     """Python 3.8's path; a failure under CI=true without one, else a skip."""
     interpreter = python38()
     if interpreter is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no Python 3.8 (on PATH or in pyenv): the legacy image's Python cannot be tested")
-        pytest.skip("no Python 3.8 on PATH or in pyenv")
+        missing_tool("no Python 3.8 (on PATH or in pyenv): the legacy image's Python cannot be tested")
     return interpreter
